@@ -1,0 +1,179 @@
+"""Confinement applied inside the sandbox, by the runner itself.
+
+Two layers:
+
+* ``isolate_runner`` runs once in the warm runner, before torch is imported:
+  a private network namespace (no interface but a downed loopback, so no
+  network at all) and a private mount namespace in which every mount is
+  read-only except the scratch root, and paths that may hold secrets are
+  covered by empty ones.
+* ``confine_child`` runs in each forked child before untrusted code loads:
+  resource limits, a uid of its own (so the process-count limit is per child
+  and the judge can kill the whole tree by uid), no new privileges.
+
+Only the standard library is used here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class ConfineError(Exception):
+    pass
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise ConfineError(f"{what}: {os.strerror(err)}")
+
+
+def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    ret = _libc.mount(
+        src.encode() if src else None,
+        target.encode(),
+        fstype.encode() if fstype else None,
+        ctypes.c_ulong(flags),
+        data.encode() if data else None,
+    )
+    _check(ret, f"mount {target}")
+
+
+def _mount_points() -> list[tuple[str, set[str]]]:
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            target = fields[4].encode().decode("unicode_escape")
+            points.append((target, set(fields[5].split(","))))
+    return points
+
+
+def _remount_readonly(target: str, opts: set[str]) -> None:
+    flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+    flags |= MS_NOSUID if "nosuid" in opts else 0
+    flags |= MS_NODEV if "nodev" in opts else 0
+    flags |= MS_NOEXEC if "noexec" in opts else 0
+    try:
+        _mount(None, target, None, flags)
+    except ConfineError:
+        pass  # a mount we cannot see into (covered, or not ours); it stays as it is
+
+
+def isolate_runner(scratch_root: str, hide: list[str], keep: list[str]) -> list[str]:
+    """Enter private net + mount namespaces; returns notes on what was done."""
+    notes = []
+    flags = CLONE_NEWNET | CLONE_NEWNS
+    if os.geteuid() != 0:
+        flags |= CLONE_NEWUSER
+    _check(_libc.unshare(flags), "unshare")
+    notes.append("network: private namespace, no interfaces up")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # Keep handles on runtime paths that a hidden directory would cover.
+    held = {p: os.open(p, os.O_PATH) for p in keep if os.path.exists(p)}
+    for target in hide:
+        if os.path.isdir(target) and not os.path.islink(target):
+            _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
+            notes.append(f"hidden: {target}")
+    for path, fd in held.items():
+        if any(path.startswith(h.rstrip("/") + "/") for h in hide):
+            os.makedirs(path, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        os.close(fd)
+    # Files last: a secret file inside a re-exposed path stays covered.
+    for target in hide:
+        if os.path.isfile(target):
+            _mount("/dev/null", target, None, MS_BIND)
+            notes.append(f"hidden: {target}")
+    for target, opts in _mount_points():
+        _remount_readonly(target, opts)
+    # The scratch root is the one writable place.
+    _mount(scratch_root, scratch_root, None, MS_BIND)
+    _mount(None, scratch_root, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+    notes.append(f"filesystem: read-only except {scratch_root}")
+    return notes
+
+
+def confine_child(uid: int, memory_mb: int, cpu_seconds: int, max_procs: int, limit_address_space: bool) -> None:
+    """Limits for one forked child; after this it cannot regain privileges."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+    if limit_address_space:
+        # The child inherits the runner's mappings (torch alone maps several GB
+        # of address space), so the budget is on top of what is mapped now.
+        with open("/proc/self/status") as f:
+            vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
+        cap = vm * 1024 + memory_mb * (1 << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    # RLIMIT_NPROC counts the processes of the real uid; the uid is ours alone.
+    resource.setrlimit(resource.RLIMIT_NPROC, (max_procs, max_procs))
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+
+
+def processes_of_uid(uid: int) -> list[int]:
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid == uid:
+                pids.append(int(name))
+        except OSError:
+            continue
+    return pids
+
+
+def kill_uid(uid: int, rounds: int = 50) -> None:
+    """SIGKILL every process of ``uid`` until none is left (forks race us)."""
+    if uid == 0:
+        raise ConfineError("refusing to kill uid 0")
+    for _ in range(rounds):
+        pids = processes_of_uid(uid)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        os.sched_yield()
+
+
+def private_rss_of_uid_mb(uid: int) -> float:
+    """Resident memory of the uid's processes, less pages shared with the runner."""
+    total = 0
+    for pid in processes_of_uid(uid):
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                fields = f.read().split()
+            total += int(fields[1]) - int(fields[2])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total * os.sysconf("SC_PAGE_SIZE") / (1 << 20)

@@ -1,0 +1,194 @@
+"""Observers installed in a runner child before untrusted code is loaded.
+
+* ``LaunchCounter`` counts custom-kernel launches: Triton kernels (compiled or
+  interpreted) and functions of extensions built with ``load_inline``/``load``.
+* ``OpRecorder`` records the aten ops a forward call runs (a dispatch mode, so
+  ops issued from C++ extensions are seen too).
+* ``TamperGuard`` remembers the identity of the functions that timing, syncing
+  and comparing rely on, and names those that were replaced.
+* ``stray_work`` reports threads and processes still alive after forward.
+
+All of this lives in the candidate's process, so it is evidence, not proof;
+the judge decides on plain tensors it compares itself, and on CUDA the outside
+clock corroborates the timings.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+from typing import Any, Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+class LaunchCounter:
+    def __init__(self) -> None:
+        self.count = 0
+        self.names: dict[str, int] = {}
+        self.in_interpreter = False
+
+    def _hit(self, name: str) -> None:
+        self.count += 1
+        self.names[name] = self.names.get(name, 0) + 1
+
+    def install(self) -> None:
+        import triton.runtime.jit as jit
+
+        classes: list[Any] = [jit.JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except ImportError:
+            pass
+        for cls in classes:
+            cls.run = self._wrap_triton(cls.run, interpreted=cls is not jit.JITFunction)
+        import torch.utils.cpp_extension as ext
+
+        ext.load_inline = self._wrap_loader(ext.load_inline)
+        ext.load = self._wrap_loader(ext.load)
+
+    def _wrap_triton(self, run: Callable, interpreted: bool) -> Callable:
+        counter = self
+
+        @functools.wraps(run)
+        def counted_run(fn_self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not kwargs.get("warmup", False):
+                counter._hit("triton:" + getattr(fn_self, "__name__", "kernel"))
+            if not interpreted:
+                return run(fn_self, *args, **kwargs)
+            # The interpreter moves tensors through aten ops of its own; those
+            # are not the candidate's ops.
+            counter.in_interpreter = True
+            try:
+                return run(fn_self, *args, **kwargs)
+            finally:
+                counter.in_interpreter = False
+
+        return counted_run
+
+    def _wrap_loader(self, loader: Callable) -> Callable:
+        counter = self
+
+        @functools.wraps(loader)
+        def counted_loader(*args: Any, **kwargs: Any) -> Any:
+            module = loader(*args, **kwargs)
+            for attr in dir(module):
+                fn = getattr(module, attr)
+                if attr.startswith("_") or not callable(fn):
+                    continue
+                setattr(module, attr, counter._wrap_ext(fn, f"ext:{attr}"))
+            return module
+
+        return counted_loader
+
+    def _wrap_ext(self, fn: Callable, name: str) -> Callable:
+        counter = self
+
+        def counted_ext(*args: Any, **kwargs: Any) -> Any:
+            counter._hit(name)
+            return fn(*args, **kwargs)
+
+        return counted_ext
+
+
+_STRUCTURAL = {
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
+    "full_like", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided", "fill_",
+    "zero_", "copy_", "to", "_to_copy", "clone", "contiguous", "view", "_unsafe_view", "reshape",
+    "_reshape_alias", "as_strided", "expand", "expand_as", "permute", "transpose", "t", "unsqueeze",
+    "squeeze", "flatten", "unflatten", "slice", "select", "detach", "alias", "lift_fresh",
+    "resolve_conj", "resolve_neg", "_local_scalar_dense", "item", "split", "split_with_sizes",
+    "chunk", "narrow", "unbind", "view_as", "set_", "resize_", "is_nonzero", "numel", "size",
+    "stride", "sym_size", "sym_stride", "sym_numel", "dim", "is_same_size", "_has_compatible_shallow_copy_type",
+    "record_stream", "_pin_memory", "pin_memory", "cat", "stack", "arange", "scalar_tensor",
+    "lift_fresh_copy", "_copy_from", "_copy_from_and_resize", "as_strided_",
+}
+
+
+class OpRecorder(TorchDispatchMode):
+    """Counts aten ops by overload packet name, ignoring the interpreter's own."""
+
+    def __init__(self, launches: LaunchCounter) -> None:
+        super().__init__()
+        self.launches = launches
+        self.ops: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if not self.launches.in_interpreter:
+            name = func.overloadpacket.__name__
+            if name not in _STRUCTURAL:
+                self.ops[name] = self.ops.get(name, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+
+def _watched() -> dict[str, tuple[Any, str]]:
+    import triton
+    import triton.runtime.jit as jit
+
+    watched: dict[str, tuple[Any, str]] = {
+        f"time.{n}": (time, n) for n in ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns")
+    }
+    for n in ("allclose", "isclose", "equal", "save", "load", "empty", "clone", "randn", "rand"):
+        watched[f"torch.{n}"] = (torch, n)
+    for n in ("clone", "cpu", "detach", "to", "__eq__", "equal", "allclose", "copy_", "contiguous", "numpy"):
+        watched[f"torch.Tensor.{n}"] = (torch.Tensor, n)
+    for n in ("synchronize", "Event", "current_stream", "Stream", "elapsed_time"):
+        if hasattr(torch.cuda, n):
+            watched[f"torch.cuda.{n}"] = (torch.cuda, n)
+    watched["torch.cuda.Event.elapsed_time"] = (torch.cuda.Event, "elapsed_time")
+    watched["torch.cuda.Event.record"] = (torch.cuda.Event, "record")
+    watched["torch.nn.Module.__call__"] = (torch.nn.Module, "__call__")
+    watched["torch.nn.Module._call_impl"] = (torch.nn.Module, "_call_impl")
+    watched["torch.testing.assert_close"] = (torch.testing, "assert_close")
+    watched["triton.runtime.jit.JITFunction.run"] = (jit.JITFunction, "run")
+    watched["triton.testing.do_bench"] = (triton.testing, "do_bench")
+    watched["threading.enumerate"] = (threading, "enumerate")
+    watched["os.listdir"] = (os, "listdir")
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        watched["triton.InterpretedFunction.run"] = (InterpretedFunction, "run")
+    except ImportError:
+        pass
+    return watched
+
+
+class TamperGuard:
+    def __init__(self) -> None:
+        self._watched = _watched()
+        self._ids = {k: id(getattr(obj, attr, None)) for k, (obj, attr) in self._watched.items()}
+        self._modules = {name: id(mod) for name, mod in _core_modules().items()}
+
+    def changed(self) -> list[str]:
+        out = [k for k, (obj, attr) in self._watched.items() if id(getattr(obj, attr, None)) != self._ids[k]]
+        out += [f"sys.modules[{n!r}]" for n, mid in self._modules.items() if id(_core_modules().get(n)) != mid]
+        return out
+
+
+def _core_modules() -> dict[str, Any]:
+    import sys
+
+    return {n: sys.modules.get(n) for n in ("torch", "triton", "time", "threading", "torch.cuda", "torch.testing")}
+
+
+def native_thread_count() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def stray_work(py_threads_before: set[int], own_uid: int) -> dict[str, list[str]]:
+    """Threads and processes of this child that outlived the forward call."""
+    alive = [t for t in threading.enumerate() if t.ident not in py_threads_before and t.is_alive()]
+    procs = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == own_uid and own_uid != 0:
+                    procs.append(name)
+            except OSError:
+                continue
+    return {"threads": [t.name for t in alive], "processes": procs}

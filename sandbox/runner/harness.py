@@ -1,0 +1,249 @@
+"""What a runner child does with one job: run the reference, or the candidate.
+
+Each phase sends a frame as soon as it is done, so a crash mid-way still
+leaves the judge with everything before it. Frames hold plain tensors and
+numbers only; every comparison is made by the judge, never here.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from typing import Any, Callable
+
+import torch
+
+from . import guards, timing
+from .loader import LoadError, describe, load_module, signature_of
+
+Emit = Callable[[dict[str, Any]], None]
+
+_clone = torch.Tensor.clone
+_detach = torch.Tensor.detach
+_to = torch.Tensor.to
+_manual_seed = torch.manual_seed
+_copy = torch.Tensor.copy_
+_Tensor = torch.Tensor
+
+
+def seed_all(seed: int) -> None:
+    random.seed(seed)
+    _manual_seed(seed)
+
+
+def to_device(values: list[Any], device: str) -> list[Any]:
+    return [_to(v, device) if isinstance(v, _Tensor) else v for v in values]
+
+
+def to_cpu(values: list[Any]) -> list[Any]:
+    return [_clone(_to(_detach(v), "cpu")) if isinstance(v, _Tensor) else v for v in values]
+
+
+def flatten_output(out: Any) -> tuple[str, list[Any]]:
+    """('tensor', [t]) or ('tuple[n]', [...]); non-tensors are kept as type names."""
+    if isinstance(out, (tuple, list)):
+        items = list(out)
+        return f"{type(out).__name__}[{len(items)}]", items
+    return "tensor", [out]
+
+
+def snapshot_outputs(out: Any) -> tuple[str, list[Any], list[str]]:
+    """Copies of the outputs to the CPU, and their exact types (subclasses show)."""
+    structure, items = flatten_output(out)
+    kinds, copies = [], []
+    for item in items:
+        kind = type(item)
+        kinds.append(f"{kind.__module__}.{kind.__qualname__}")
+        copies.append(_clone(_to(_detach(item), "cpu")) if kind is _Tensor else None)
+    return structure, copies, kinds
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        timing._cuda_sync()
+
+
+def build(module: Any, cls_name: str, trial: dict[str, Any], device: str) -> torch.nn.Module:
+    seed_all(trial["seed"])
+    model = getattr(module, cls_name)(*to_device(trial["init_inputs"], device))
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"{cls_name}(...) did not return a torch.nn.Module")
+    model = model.to(device)
+    state = trial.get("state_dict") or {}
+    own = model.state_dict()
+    # Same weights as the reference wherever names and shapes agree.
+    matching = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
+    if matching:
+        model.load_state_dict(matching, strict=False)
+    return model
+
+
+def run_reference(job: dict[str, Any], emit: Emit) -> None:
+    device = job["device"]
+    module = load_module(job["source"], job["filename"], "kforge_reference")
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise LoadError(f"{job['filename']}: defines no `{name}`")
+    emit({"kind": "loaded", "signature": signature_of(module.Model)})
+    defaults = {k: module.__dict__[k] for k in job.get("constants", []) if k in module.__dict__}
+    sets: list[list[Any]] = []
+    model = None
+    for index, trial in enumerate(job["trials"]):
+        module.__dict__.update(defaults)
+        module.__dict__.update(trial.get("constants") or {})
+        try:
+            seed_all(trial["seed"])
+            init_inputs = list(module.get_init_inputs())
+            trial = {**trial, "init_inputs": init_inputs}
+            model = build(module, "Model", trial, device)
+            seed_all(trial["input_seed"])
+            inputs = to_device(list(module.get_inputs()), device)
+            with torch.no_grad():
+                out = model(*inputs)
+            sync(device)
+            structure, outputs, kinds = snapshot_outputs(out)
+        except Exception as exc:
+            emit({"kind": "trial", "index": index, "error": describe(exc, job["filename"])})
+            continue
+        if trial["tag"] == "timing":
+            sets.append(inputs)
+        emit({
+            "kind": "trial", "index": index, "init_inputs": to_cpu(init_inputs), "inputs": to_cpu(inputs),
+            "state_dict": {k: _clone(_to(v, "cpu")) for k, v in model.state_dict().items()},
+            "structure": structure, "outputs": outputs, "kinds": kinds,
+            "ops": record_ops(model, inputs, device),
+        })
+    module.__dict__.update(defaults)
+    if sets and job.get("time_reps") and model is not None:
+        emit_timing(job, emit, model, sets, "baseline_eager")
+        if job.get("compile_baseline"):
+            compiled = torch.compile(model)
+            emit_timing(job, emit, compiled, sets, "baseline_compile")
+
+
+def record_ops(model: torch.nn.Module, inputs: list[Any], device: str) -> dict[str, int]:
+    recorder = guards.OpRecorder(guards.LaunchCounter())
+    with torch.no_grad(), recorder:
+        model(*inputs)
+    sync(device)
+    return recorder.ops
+
+
+def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
+                after: Callable[[int, Any], None] | None = None) -> None:
+    """Time ``model`` over the input sets; frames around each phase let the
+    runner stamp them with a clock this process cannot reach."""
+    device, reps, budget = job["device"], job["time_reps"], job.get("time_budget_s", 10.0)
+    timer = timing.time_cuda if device == "cuda" else timing.time_cpu
+    # Fixed buffers whose contents change before every repetition: a result
+    # cached by buffer identity is stale, and the check after timing sees it.
+    buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
+    last: list[Any] = [None]
+
+    def load(i: int) -> None:
+        for buf, src in zip(buffers, sets[i % len(sets)]):
+            if isinstance(buf, _Tensor):
+                _copy(buf, src)
+        sync(device)
+
+    def call(i: int) -> None:
+        last[0] = model(*buffers)
+
+    def between(i: int) -> None:
+        if after is not None:
+            sync(device)
+            after(i, last[0])
+        load(i + 1)
+
+    plain_reps = max(3, min(reps, 20))
+    with torch.no_grad():
+        load(0)
+        call(0)
+        sync(device)
+        emit({"kind": "phase", "name": f"{label}:null_start"})
+        timing.run_plain(lambda i: None, plain_reps, device)
+        emit({"kind": "phase", "name": f"{label}:null_end"})
+        emit({"kind": "phase", "name": f"{label}:plain_start"})
+        timing.run_plain(call, plain_reps, device)
+        emit({"kind": "phase", "name": f"{label}:plain_end", "reps": plain_reps})
+        load(0)
+        times = timer(call, reps, budget, between)
+    emit({"kind": "timing", "name": label, "times_ms": times, "plain_reps": plain_reps,
+          "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL})
+
+
+def run_candidate(job: dict[str, Any], emit: Emit) -> None:
+    device, filename = job["device"], job["filename"]
+    launches = guards.LaunchCounter()
+    launches.install()
+    guard = guards.TamperGuard()
+    module = load_module(job["source"], filename, "kforge_candidate")
+    cls = getattr(module, "ModelNew", None)
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        raise LoadError(f"{filename}: defines no `ModelNew` subclass of torch.nn.Module")
+    emit({"kind": "loaded", "signature": signature_of(cls), "tamper": guard.changed(), "launches": launches.count})
+    uid = os.getuid()
+    native_before = None
+    sets: list[list[Any]] = []
+    timing_model = None
+    for index, trial in enumerate(job["trials"]):
+        frame: dict[str, Any] = {"kind": "trial", "index": index}
+        try:
+            inputs = to_device(trial["inputs"], device)
+            if trial["tag"] == "timing":
+                sets.append(inputs)
+                timing_model = timing_model or build(module, "ModelNew", trial, device)
+                continue
+            model = build(module, "ModelNew", trial, device)
+            recorder = guards.OpRecorder(launches)
+            threads_before = {t.ident for t in threading.enumerate()}
+            native_start = guards.native_thread_count()
+            launched = launches.count
+            with torch.no_grad(), recorder:
+                out = model(*inputs)
+            sync(device)
+            structure, outputs, kinds = snapshot_outputs(out)
+            native_after = guards.native_thread_count()
+            frame.update(structure=structure, outputs=outputs, kinds=kinds, ops=recorder.ops,
+                         launches=launches.count - launched, inputs_after=to_cpu(inputs),
+                         stray=guards.stray_work(threads_before, uid if job.get("unique_uid") else -1),
+                         tamper=guard.changed())
+            # Native threads that appear on a later call are work left running;
+            # the first call may legitimately start torch's own pools.
+            if native_before is not None and native_after > native_start:
+                frame["stray"]["threads"].append(f"{native_after - native_start} native thread(s)")
+            native_before = native_after
+            if index == 0:
+                with torch.no_grad():
+                    again = model(*to_device(trial["inputs"], device))
+                sync(device)
+                frame["rerun_outputs"] = snapshot_outputs(again)[1]
+        except Exception as exc:
+            frame["error"] = describe(exc, filename)
+        emit(frame)
+    if sets and timing_model is not None and job.get("time_reps"):
+        kept: dict[int, Any] = {}
+
+        def keep(i: int, out: Any) -> None:
+            kept[i % len(sets)] = snapshot_outputs(out)
+
+        emit_timing(job, emit, timing_model, sets, "candidate", after=keep)
+        emit({"kind": "post_timing", "outputs": [kept[i][1] for i in sorted(kept)],
+              "structures": [kept[i][0] for i in sorted(kept)], "tamper": guard.changed(),
+              "launches": launches.count})
+
+
+def run(job: dict[str, Any], emit: Emit) -> None:
+    try:
+        if job["role"] == "reference":
+            run_reference(job, emit)
+        else:
+            run_candidate(job, emit)
+    except LoadError as exc:
+        emit({"kind": "error", "phase": "load", "message": str(exc)})
+        return
+    except Exception as exc:
+        emit({"kind": "error", "phase": "run", "message": describe(exc, job["filename"])})
+        return
+    emit({"kind": "done"})

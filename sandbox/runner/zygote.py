@@ -1,0 +1,224 @@
+"""The warm runner: imports torch and triton once, then forks a child per job.
+
+Started by a sandbox driver (``python -m sandbox.runner.zygote ...``) inside the
+sandbox. It speaks framed messages (``wire``) on its stdin/stdout:
+
+  judge -> runner  {"op": "run", "job": {...}, "timeout": s, "memory_mb": m, "max_procs": n}
+                   {"op": "exit"}
+  runner -> judge  {"kind": "ready", ...} once, then for every job the child's
+                   frames, each preceded by {"kind": "stamp", "t": monotonic},
+                   and finally {"kind": "exit", ...}.
+
+The child's stdout and stderr go to a log file in its scratch directory, never
+to the judge: printing a success report achieves nothing. The runner's clock
+stamps every frame as it arrives; the child cannot reach that clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import select
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, BinaryIO
+
+from . import confine
+
+LOG_TAIL_BYTES = 4000
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="kforge-runner")
+    p.add_argument("--scratch-root", required=True)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--isolate", action="store_true", help="enter private net/mount namespaces")
+    p.add_argument("--hide", action="append", default=[])
+    p.add_argument("--keep", action="append", default=[])
+    p.add_argument("--unique-uids", action="store_true", help="run each child under a uid of its own")
+    return p.parse_args(argv)
+
+
+class Runner:
+    def __init__(self, args: argparse.Namespace, out: BinaryIO, notes: list[str]) -> None:
+        self.args = args
+        self.out = out
+        self.notes = notes
+
+    def send_raw(self, data: bytes) -> None:
+        self.out.write(data)
+        self.out.flush()
+
+    def send(self, obj: dict[str, Any]) -> None:
+        from .wire import encode
+
+        self.send_raw(encode(obj))
+
+    def run_job(self, msg: dict[str, Any]) -> None:
+        job = msg["job"]
+        unique = self.args.unique_uids and os.geteuid() == 0
+        uid = random.randint(1 << 20, (1 << 30)) if unique else os.getuid()
+        scratch = tempfile.mkdtemp(dir=self.args.scratch_root, prefix="job-")
+        if unique:
+            os.chown(scratch, uid, uid)
+        os.chmod(scratch, 0o700)
+        read_fd, write_fd = os.pipe()
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # child
+            self._child(job, msg, uid, unique, scratch, read_fd, write_fd)
+        os.close(write_fd)
+        outcome = self._supervise(pid, uid, unique, read_fd, msg, started)
+        os.close(read_fd)
+        outcome["log_tail"] = _tail(os.path.join(scratch, "log.txt"))
+        shutil.rmtree(scratch, ignore_errors=True)
+        self.send(outcome)
+
+    def _child(self, job: dict[str, Any], msg: dict[str, Any], uid: int, unique: bool, scratch: str,
+               read_fd: int, write_fd: int) -> None:
+        code = 0
+        try:
+            os.setsid()
+            os.close(read_fd)
+            log = os.open(os.path.join(scratch, "log.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            os.closerange(3, write_fd)
+            os.closerange(write_fd + 1, 1024)
+            if unique:
+                os.chown(os.path.join(scratch, "log.txt"), uid, uid)
+            for var in ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "XDG_CACHE_HOME"):
+                os.environ[var] = scratch
+            os.chdir(scratch)
+            confine.confine_child(
+                uid, msg["memory_mb"], int(msg["timeout"]) + 5, msg["max_procs"],
+                limit_address_space=job["device"] == "cpu",
+            )
+            from . import harness
+            from .wire import write_fd as emit_to
+
+            job["unique_uid"] = unique
+            harness.run(job, lambda frame: emit_to(write_fd, frame))
+        except BaseException as exc:  # the judge sees a missing "done" and this
+            try:
+                from .wire import write_fd as emit_to
+
+                emit_to(write_fd, {"kind": "error", "phase": "runner", "message": f"{type(exc).__name__}: {exc}"})
+            except BaseException:
+                pass
+            code = 3
+        finally:
+            os._exit(code)
+
+    def _supervise(self, pid: int, uid: int, unique: bool, fd: int, msg: dict[str, Any],
+                   started: float) -> dict[str, Any]:
+        from .wire import HEADER
+
+        deadline = started + msg["timeout"]
+        buf = bytearray()
+        reason = None
+        baseline = None
+        os.set_blocking(fd, False)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                reason = "timeout"
+                break
+            ready, _, _ = select.select([fd], [], [], min(0.05, remaining))
+            if unique:
+                rss = confine.private_rss_of_uid_mb(uid)
+                baseline = rss if baseline is None else baseline
+                if rss - baseline > msg["memory_mb"]:
+                    reason = "memory"
+                    break
+            if not ready:
+                continue
+            try:
+                data = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not data:
+                break
+            buf.extend(data)
+            while len(buf) >= HEADER.size:
+                (size,) = HEADER.unpack_from(buf)
+                if size > msg.get("max_frame_bytes", 1 << 31):
+                    reason = "protocol"
+                    break
+                if len(buf) < HEADER.size + size:
+                    break
+                self.send({"kind": "stamp", "t": time.monotonic()})
+                self.send_raw(bytes(buf[: HEADER.size + size]))
+                del buf[: HEADER.size + size]
+            if reason:
+                break
+        if unique:
+            confine.kill_uid(uid)
+        else:
+            try:
+                os.killpg(pid, 9)
+            except OSError:
+                pass
+        _, status = os.waitpid(pid, 0)
+        return {
+            "kind": "exit", "reason": reason, "elapsed": time.monotonic() - started,
+            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            "partial_bytes": len(buf),
+        }
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - LOG_TAIL_BYTES))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    # Frames go to the judge on a private copy of stdout; anything printed
+    # by libraries lands on stderr instead.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    notes: list[str] = []
+    if args.isolate:
+        notes += confine.isolate_runner(args.scratch_root, args.hide, args.keep)
+    if args.device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+    import triton
+
+    from . import guards, harness, timing  # noqa: F401  (imported once, inherited by every child)
+
+    torch.set_num_threads(1)
+    confine._libc.prctl(confine.PR_SET_DUMPABLE, 0, 0, 0, 0)
+    runner = Runner(args, out, notes)
+    runner.send({
+        "kind": "ready", "pid": os.getpid(), "notes": notes, "torch": str(torch.__version__),
+        "triton": str(triton.__version__), "device": args.device,
+    })
+    from .wire import read
+
+    stdin = os.fdopen(0, "rb")
+    while True:
+        try:
+            msg = read(stdin)
+        except Exception:
+            return
+        if msg.get("op") == "run":
+            runner.run_job(msg)
+        elif msg.get("op") == "exit":
+            return
+
+
+if __name__ == "__main__":
+    main()
