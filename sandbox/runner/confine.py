@@ -166,6 +166,47 @@ def kill_uid(uid: int, rounds: int = 50) -> None:
         os.sched_yield()
 
 
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True  # gone already
+
+
+def kill_uid_except(uid: int, keep_pid: int, rounds: int = 50) -> None:
+    """SIGKILL every process of ``uid`` but ``keep_pid``, for a runner that
+    shares its uid with its children (a container's single user).
+
+    Zombies are skipped (a signal cannot end them) and our own are reaped: a
+    runner that is a container's pid 1 inherits every orphan, and unreaped
+    ones would count against the container's process limit."""
+    if uid == 0:
+        raise ConfineError("refusing to kill uid 0")
+    for _ in range(rounds):
+        _reap_children()
+        pids = [p for p in processes_of_uid(uid) if p != keep_pid and not _is_zombie(p)]
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        os.sched_yield()
+    _reap_children()
+
+
+def _reap_children() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def private_rss_of_uid_mb(uid: int) -> float:
     """Resident memory of the uid's processes, less pages shared with the runner."""
     total = 0

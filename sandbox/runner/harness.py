@@ -188,7 +188,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
     sets: list[list[Any]] = []
     timing_model = None
     for index, trial in enumerate(job["trials"]):
-        frame: dict[str, Any] = {"kind": "trial", "index": index}
+        frame: dict[str, Any] = {"kind": "trial", "index": trial.get("index", index)}
         try:
             inputs = to_device(trial["inputs"], device)
             if trial["tag"] == "timing":

@@ -21,6 +21,7 @@ import os
 import random
 import select
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -39,6 +40,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--hide", action="append", default=[])
     p.add_argument("--keep", action="append", default=[])
     p.add_argument("--unique-uids", action="store_true", help="run each child under a uid of its own")
+    p.add_argument("--socket", help="talk to the judge over one connection to a unix socket listening here, "
+                   "instead of stdin/stdout")
+    p.add_argument("--kill-leftovers", action="store_true",
+                   help="after each job, SIGKILL every other process of this uid (only for a runner alone "
+                        "under its uid, as in a container)")
     return p.parse_args(argv)
 
 
@@ -185,9 +191,12 @@ def _tail(path: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # Listen before the slow imports so that the judge can connect while they
+    # run; its connection waits in the backlog until accepted below.
+    listener = _listen(args.socket) if args.socket else None
     # Frames go to the judge on a private copy of stdout; anything printed
     # by libraries lands on stderr instead.
-    out = os.fdopen(os.dup(1), "wb")
+    out: BinaryIO = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     notes: list[str] = []
     if args.isolate:
@@ -201,6 +210,14 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(1)
     confine._libc.prctl(confine.PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if listener is not None:
+        conn, _ = listener.accept()
+        listener.close()
+        out.close()
+        out, stdin = conn.makefile("wb"), conn.makefile("rb")
+        notes.append("channel: unix socket")
+    else:
+        stdin = os.fdopen(0, "rb")
     runner = Runner(args, out, notes)
     runner.send({
         "kind": "ready", "pid": os.getpid(), "notes": notes, "torch": str(torch.__version__),
@@ -208,7 +225,6 @@ def main(argv: list[str] | None = None) -> None:
     })
     from .wire import read
 
-    stdin = os.fdopen(0, "rb")
     while True:
         try:
             msg = read(stdin)
@@ -216,8 +232,25 @@ def main(argv: list[str] | None = None) -> None:
             return
         if msg.get("op") == "run":
             runner.run_job(msg)
+            if args.kill_leftovers:
+                # A child that left its process group (setsid, double fork)
+                # survives killpg; with no uid of its own per child, the uid
+                # is the only handle left on it.
+                confine.kill_uid_except(os.getuid(), os.getpid())
         elif msg.get("op") == "exit":
             return
+
+
+def _listen(path: str) -> socket.socket:
+    if os.path.exists(path):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    # Whoever may enter the directory may connect: the driver guards the
+    # directory, and may itself run under another uid than this runner.
+    os.chmod(path, 0o666)
+    listener.listen(1)
+    return listener
 
 
 if __name__ == "__main__":

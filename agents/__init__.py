@@ -1,0 +1,1 @@
+"""LLM providers, planner / coder / verifier roles, the search loop (issue 3)."""

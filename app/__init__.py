@@ -1,0 +1,1 @@
+"""The composition root: settings, CLI, and (later) API, workers and dashboard."""

@@ -1,0 +1,21 @@
+"""`kforge`: the command line entry point."""
+
+from __future__ import annotations
+
+import typer
+
+from .eval_cmd import eval_command
+from .problems_cmd import problems_app
+
+cli = typer.Typer(name="kforge", help="KForge: verified GPU kernels from LLM agents.", no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False)
+cli.command("eval", help="Judge a candidate kernel against a reference, in a sandbox.")(eval_command)
+cli.add_typer(problems_app, name="problems", help="Problem suites (KernelBench format).")
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

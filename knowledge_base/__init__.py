@@ -1,0 +1,1 @@
+"""Strategies learned from runs and the archive of best kernels (issue 5)."""

@@ -1,0 +1,200 @@
+"""The named checks: each turns what the runners sent into an outcome.
+
+Every check reports "pass", "fail" or "skipped" with a detail a user can act
+on. The reasons of a failed evaluation are the failed checks' details.
+"""
+
+from __future__ import annotations
+
+import signal
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from . import compare, ops
+from .drivers.base import JobOutcome
+
+PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
+
+
+@dataclass
+class Check:
+    name: str
+    outcome: str
+    detail: str = ""
+
+
+def runtime_check(outcome: JobOutcome, timeout: float, memory_mb: int) -> Check:
+    """Did the candidate's process finish on its own, within its limits?"""
+    ex = outcome.exit
+    where = last_phase(outcome)
+    reason = ex.get("reason")
+    if reason == "timeout":
+        return Check("runtime", FAIL, f"timed out after {timeout:g} s {where}")
+    if reason == "memory":
+        return Check("runtime", FAIL, f"exceeded the memory limit of {memory_mb} MB {where}")
+    if reason == "protocol":
+        return Check("runtime", FAIL, f"wrote a malformed result frame {where}: {ex.get('detail', '')}".strip())
+    if ex.get("signal"):
+        name = _signal_name(ex["signal"])
+        hint = " (likely the memory limit)" if ex["signal"] == signal.SIGKILL else ""
+        return Check("runtime", FAIL, f"crashed with {name}{hint} {where}")
+    err = outcome.first("error")
+    if err is not None and err.get("phase") != "load":
+        return Check("runtime", FAIL, f"raised {err.get('message', '')}")
+    if not outcome.finished and err is None:
+        return Check("runtime", FAIL, f"exited (code {ex.get('exit_code')}) before finishing {where}")
+    return Check("runtime", PASS)
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def last_phase(outcome: JobOutcome) -> str:
+    frames = [f for f in outcome.frames if f.get("kind") in ("loaded", "trial", "phase", "timing", "post_timing")]
+    if not frames:
+        return "while loading"
+    last = frames[-1]
+    if last["kind"] == "loaded":
+        return "in trial 0"
+    if last["kind"] == "trial":
+        return f"after trial {last.get('index')}"
+    return f"during timing (after {last.get('name', last['kind'])})"
+
+
+def signature_check(ref_sig: dict[str, Any], cand_sig: dict[str, Any]) -> Check:
+    problems = []
+    for part in ("init", "forward"):
+        ref, cand = ref_sig.get(part, []), cand_sig.get(part, [])
+        n_ref = len([p for p in ref if p[1] in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")])
+        positional = [p for p in cand if p[1] in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")]
+        required = len([p for p in positional if p[2]])
+        var = any(p[1] == "VAR_POSITIONAL" for p in cand)
+        if required > n_ref or (len(positional) < n_ref and not var):
+            problems.append(f"ModelNew.{'__init__' if part == 'init' else 'forward'} takes "
+                            f"{[p[0] for p in cand]}, the reference takes {[p[0] for p in ref]}")
+    return Check("signature", FAIL if problems else PASS, "; ".join(problems))
+
+
+def trial_checks(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]], cand: dict[int, dict[str, Any]],
+                 tol: tuple[float, float] | None) -> list[Check]:
+    """correctness, perturbed_sizes, output_format, finite, inputs_unchanged,
+    kernel_launched, deterministic, no_stray_work over the correctness trials."""
+    found: dict[str, list[str]] = {k: [] for k in (
+        "correctness", "perturbed_sizes", "output_format", "finite", "inputs_unchanged",
+        "kernel_launched", "deterministic", "no_stray_work")}
+    ran: dict[str, int] = {"correctness": 0, "perturbed_sizes": 0}
+    for i, spec in enumerate(plan):
+        if spec["tag"] == "timing" or i not in ref or "error" in ref[i]:
+            continue
+        bucket = "correctness" if spec["tag"] == "default" else "perturbed_sizes"
+        label = f"trial {i} ({_sizes(spec)})"
+        c = cand.get(i)
+        if c is None:
+            found[bucket].append(f"{label}: no result (the candidate stopped before it)")
+            continue
+        if "error" in c:
+            found[bucket].append(f"{label}: {c['error']}")
+            continue
+        ran[bucket] += 1
+        r = ref[i]
+        fmt, nonfinite, values = compare.output_problems(r["structure"], r["outputs"], c["structure"],
+                                                         c["outputs"], c["kinds"], tol)
+        found["output_format"] += [f"{label}: {p}" for p in fmt]
+        found["finite"] += [f"{label}: {p}" for p in nonfinite]
+        found[bucket] += [f"{label}: {p}" for p in values + fmt]
+        changed = compare.changed_inputs(r["inputs"], c.get("inputs_after", []))
+        if changed:
+            found["inputs_unchanged"].append(f"{label}: forward modified input(s) {changed}")
+        if not c.get("launches"):
+            found["kernel_launched"].append(f"{label}: forward launched no Triton or compiled-extension kernel")
+        stray = c.get("stray") or {}
+        for kind in ("threads", "processes"):
+            if stray.get(kind):
+                found["no_stray_work"].append(f"{label}: {kind} still running after forward: {stray[kind]}")
+        if "rerun_outputs" in c and not fmt:
+            diff = compare.value_problems(c["outputs"], c["rerun_outputs"], tol)
+            if diff:
+                found["deterministic"].append(f"two runs on the same inputs disagree: {diff[0]}")
+    checks = []
+    for name, problems in found.items():
+        if problems:
+            checks.append(Check(name, FAIL, "; ".join(dict.fromkeys(problems))[:1500]))
+        elif name in ran and not ran[name]:
+            checks.append(Check(name, SKIPPED, "no trial of this kind ran"))
+        else:
+            checks.append(Check(name, PASS))
+    return checks
+
+
+def _sizes(spec: dict[str, Any]) -> str:
+    if spec.get("constants"):
+        return "sizes " + ", ".join(f"{k}={v}" for k, v in spec["constants"].items())
+    return "default sizes"
+
+
+def post_timing_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]], post: dict[str, Any] | None,
+                      tol: tuple[float, float] | None) -> Check:
+    sets = [i for i, s in enumerate(plan) if s["tag"] == "timing" and i in ref and "error" not in ref[i]]
+    if post is None:
+        return Check("post_timing", FAIL, "no outputs came back from the timed calls")
+    problems = []
+    for k, (i, outs) in enumerate(zip(sets, post.get("outputs", []))):
+        r = ref[i]
+        fmt, nonfinite, values = compare.output_problems(r["structure"], r["outputs"], post["structures"][k],
+                                                         outs, ["torch.Tensor"] * len(outs), tol)
+        problems += [f"timing set {k}: {p}" for p in fmt + nonfinite + values]
+    if len(post.get("outputs", [])) < len(sets):
+        problems.append("outputs of some timed calls are missing")
+    return Check("post_timing", FAIL if problems else PASS,
+                 ("outputs of the timed calls (inputs never seen before timing) are wrong: " + "; ".join(problems))
+                 if problems else "")
+
+
+def ops_check(ref_frames: dict[int, dict[str, Any]], cand_frames: dict[int, dict[str, Any]]) -> Check:
+    ref_ops = set().union(*(set(f.get("ops", {})) for f in ref_frames.values() if "error" not in f))
+    cand_ops: dict[str, int] = {}
+    for f in cand_frames.values():
+        for op, n in (f.get("ops") or {}).items():
+            cand_ops[op] = cand_ops.get(op, 0) + n
+    used = ops.handed_off(ref_ops, set(cand_ops))
+    ran = ", ".join(f"aten::{op} x{n}" for op, n in sorted(cand_ops.items())) or "none"
+    if used:
+        return Check("no_reference_ops", FAIL,
+                     f"handed the main computation to torch: ran {', '.join('aten::' + u for u in used)} "
+                     f"(torch ops run in forward: {ran})")
+    return Check("no_reference_ops", PASS, f"torch ops run in forward: {ran}")
+
+
+def tamper_check(cand: JobOutcome) -> Check:
+    names: list[str] = []
+    for f in cand.frames:
+        names += [n for n in f.get("tamper") or [] if n not in names]
+    if names:
+        return Check("no_tampering", FAIL, f"replaced {', '.join(names)}")
+    return Check("no_tampering", PASS)
+
+
+def median_iqr(times: list[float]) -> dict[str, float]:
+    q = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
+    return {"median_ms": statistics.median(times), "q1_ms": q[0], "q3_ms": q[2], "reps": len(times)}
+
+
+def corroboration_check(outcome: JobOutcome, label: str) -> Check:
+    """The reported median against the runner's own clock over plain calls."""
+    timing = next((f for f in outcome.of_kind("timing") if f.get("name") == label), None)
+    stamps = [outcome.stamp(f"{label}:{p}") for p in ("null_start", "null_end", "plain_start", "plain_end")]
+    if timing is None or any(s is None for s in stamps) or not timing.get("times_ms"):
+        return Check("timer_corroborated", SKIPPED, "no timing phase ran")
+    n0, n1, p0, p1 = stamps
+    reps = max(1, int(timing.get("plain_reps", 1)))
+    outside_ms = max(0.0, ((p1 - p0) - (n1 - n0)) * 1000 / reps)
+    reported = statistics.median(timing["times_ms"])
+    if reported < 0.5 * outside_ms - 0.05:
+        return Check("timer_corroborated", FAIL,
+                     f"reported {reported:.4f} ms per call, the runner's clock saw {outside_ms:.4f} ms")
+    return Check("timer_corroborated", PASS, f"reported {reported:.4f} ms, outside clock {outside_ms:.4f} ms")

@@ -1,0 +1,208 @@
+"""The judge: runs a reference and a candidate in sandboxed runners and
+decides, on plain tensors, whether the candidate is correct and how fast it is.
+
+The judge process never imports either file. It reads the reference's syntax
+tree for its size constants, asks one runner child to execute the reference
+(fresh seeds per trial, default and perturbed sizes, unseen timing inputs) and
+another to execute the candidate on those inputs, then runs every check.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import checks as C
+from .drivers import get_driver
+from .drivers.base import JobOutcome, RunnerSession, SandboxError
+from .errors import ProblemError
+from .problem import Problem, load_problem, parse_source
+from .result import EvalResult, timing_summary
+
+CHECK_ORDER = ("compile", "signature", "runtime", "correctness", "perturbed_sizes", "output_format", "finite",
+               "inputs_unchanged", "deterministic", "post_timing", "kernel_launched", "no_reference_ops",
+               "no_stray_work", "no_tampering", "timer_corroborated")
+
+
+@dataclass
+class EvalOptions:
+    device: str = "auto"
+    sandbox: str = "process"
+    timeout: float = 120.0
+    memory_mb: int = 4096
+    max_procs: int = 64
+    trials: int = 5
+    timing_sets: int = 2
+    time_reps: int | None = None
+    compile_baseline: bool | None = None
+    tolerance: tuple[float, float] | None = None
+
+
+def resolve_device(device: str) -> str:
+    if device not in ("auto", "cpu", "cuda"):
+        raise ProblemError(f"unknown device {device!r}: use auto, cpu or cuda")
+    import torch
+
+    available = torch.cuda.is_available()
+    if device == "cuda" and not available:
+        raise ProblemError("--device cuda was asked for, but no CUDA device is visible to the judge")
+    return device if device != "auto" else ("cuda" if available else "cpu")
+
+
+def perturbations(problem: Problem) -> list[dict[str, int]]:
+    """Two sets of sizes other than the defaults: odd shrinks (breaks power-of-two
+    assumptions) and proportional shrinks (keeps divisibility between sizes)."""
+    sizes = problem.size_constants()
+    if not sizes:
+        return []
+    odd = {k: max(1, (v * 3 // 4) | 1) if (v * 3 // 4) | 1 != v else v - 2 for k, v in sizes.items()}
+    prop = {k: v * 3 // 4 if v % 4 == 0 else v - 1 for k, v in sizes.items()}
+    return [odd] if odd == prop else [odd, prop]
+
+
+def plan_trials(problem: Problem, options: EvalOptions) -> list[dict[str, Any]]:
+    seed = lambda: secrets.randbelow(2**31 - 1)  # noqa: E731  (fresh at every evaluation)
+    plan = [{"tag": "default", "seed": seed(), "input_seed": seed()} for _ in range(options.trials)]
+    plan += [{"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": c} for c in perturbations(problem)]
+    shared = seed()
+    plan += [{"tag": "timing", "seed": shared, "input_seed": seed()} for _ in range(options.timing_sets)]
+    for i, spec in enumerate(plan):
+        spec["index"] = i
+    return plan
+
+
+@dataclass
+class Judge:
+    """Keeps one warm runner per (driver, device); with ``warm=False`` the
+    runner lives for one evaluation only (reference and candidate)."""
+
+    warm: bool = True
+    _sessions: dict[tuple[str, str], tuple[Any, RunnerSession]] = field(default_factory=dict)
+
+    def session(self, sandbox: str, device: str) -> RunnerSession:
+        key = (sandbox, device)
+        held = self._sessions.get(key)
+        if held and held[1].alive:
+            return held[1]
+        if held:
+            held[0].stop(held[1])
+        driver = get_driver(sandbox)
+        session = driver.start(device)
+        self._sessions[key] = (driver, session)
+        return session
+
+    def close(self) -> None:
+        for driver, session in self._sessions.values():
+            driver.stop(session)
+        self._sessions.clear()
+
+    def __enter__(self) -> Judge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, options: EvalOptions, device: str, job: dict[str, Any]) -> JobOutcome:
+        session = self.session(options.sandbox, device)
+        try:
+            return session.run(job, options.timeout, options.memory_mb, options.max_procs)
+        finally:
+            if not session.alive:
+                driver, _ = self._sessions.pop((options.sandbox, device))
+                driver.stop(session)
+
+    def evaluate(self, reference: str, candidate: str, reference_name: str = "reference.py",
+                 candidate_name: str = "candidate.py", options: EvalOptions | None = None) -> EvalResult:
+        try:
+            return self._evaluate(reference, candidate, reference_name, candidate_name, options or EvalOptions())
+        finally:
+            if not self.warm:
+                self.close()
+
+    def _evaluate(self, reference: str, candidate: str, reference_name: str, candidate_name: str,
+                  options: EvalOptions) -> EvalResult:
+        started = time.monotonic()
+        device = resolve_device(options.device)
+        problem = load_problem(reference_name, reference)
+        plan = plan_trials(problem, options)
+        reps = options.time_reps if options.time_reps is not None else (100 if device == "cuda" else 5)
+        compile_baseline = options.compile_baseline if options.compile_baseline is not None else device == "cuda"
+        ref_job = {"role": "reference", "source": reference, "filename": reference_name, "device": device,
+                   "trials": plan, "constants": sorted(problem.size_constants()), "time_reps": reps,
+                   "compile_baseline": compile_baseline}
+        try:
+            ref = self._run(options, device, ref_job)
+        except SandboxError as exc:
+            raise ProblemError(f"the sandbox failed while running the reference: {exc}") from exc
+        ref_trials = reference_trials(ref, reference_name, plan)
+        result = EvalResult(device=device, sandbox=options.sandbox, seeds=[p["input_seed"] for p in plan])
+        try:
+            parse_source(candidate, candidate_name, require=("ModelNew",))
+        except ProblemError as exc:
+            return result.finish([C.Check("compile", C.FAIL, str(exc))], CHECK_ORDER, started)
+        cand_trials = [{**spec, **{k: ref_trials[i][k] for k in ("init_inputs", "inputs", "state_dict")}}
+                       for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
+        cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,
+                    "trials": cand_trials, "time_reps": reps}
+        try:
+            cand = self._run(options, device, cand_job)
+        except SandboxError as exc:
+            cand = JobOutcome(exit={"reason": "protocol", "detail": str(exc)})
+        found = candidate_checks(plan, ref, ref_trials, cand, options)
+        result.timing = timing_summary(ref, cand, device)
+        result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
+        return result.finish(found, CHECK_ORDER, started)
+
+
+def reference_trials(ref: JobOutcome, name: str, plan: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    err = ref.first("error")
+    if err is not None:
+        raise ProblemError(f"the reference is unusable: {err['message']}")
+    if not ref.finished:
+        ex = ref.exit
+        why = ex.get("reason") or (C._signal_name(ex["signal"]) if ex.get("signal") else f"exit code {ex.get('exit_code')}")
+        raise ProblemError(f"{name}: the reference did not finish ({why}) {C.last_phase(ref)}")
+    trials = {f["index"]: f for f in ref.of_kind("trial")}
+    for i, spec in enumerate(plan):
+        if spec["tag"] != "perturbed" and "error" in trials.get(i, {"error": "missing"}):
+            raise ProblemError(f"the reference failed at its default sizes: {trials.get(i, {}).get('error', 'no result')}")
+    return trials
+
+
+def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: dict[int, dict[str, Any]],
+                     cand: JobOutcome, options: EvalOptions) -> list[C.Check]:
+    loaded = cand.first("loaded")
+    if loaded is None:
+        err = cand.first("error")
+        runtime = C.runtime_check(cand, options.timeout, options.memory_mb)
+        detail = err["message"] if err else runtime.detail
+        return [C.Check("compile", C.FAIL, f"the candidate did not load: {detail}"), runtime]
+    ref_loaded = ref.first("loaded") or {}
+    cand_trials = {f["index"]: f for f in cand.of_kind("trial") if isinstance(f.get("index"), int)}
+    found = [C.Check("compile", C.PASS), C.signature_check(ref_loaded.get("signature", {}), loaded["signature"]),
+             C.runtime_check(cand, options.timeout, options.memory_mb)]
+    found += C.trial_checks(plan, ref_trials, cand_trials, options.tolerance)
+    timed = any(s["tag"] == "timing" for s in plan)
+    if timed and cand.finished:
+        found.append(C.post_timing_check(plan, ref_trials, cand.first("post_timing"), options.tolerance))
+        found.append(C.corroboration_check(cand, "candidate"))
+    found.append(C.ops_check(ref_trials, cand_trials))
+    found.append(C.tamper_check(cand))
+    return found
+
+
+def evaluate_files(reference_path: str, candidate_path: str, options: EvalOptions | None = None,
+                   judge: Judge | None = None) -> EvalResult:
+    """Read both files and judge them; unreadable files are request errors."""
+    texts = []
+    for path in (reference_path, candidate_path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                texts.append(f.read())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProblemError(f"{path}: cannot read: {exc.strerror if isinstance(exc, OSError) else exc}") from exc
+    judge = judge or Judge(warm=False)
+    return judge.evaluate(texts[0], texts[1], reference_path.rsplit("/", 1)[-1],
+                          candidate_path.rsplit("/", 1)[-1], options)

@@ -1,0 +1,158 @@
+"""Problem files read without running them.
+
+The judge never imports user code, so what it needs to know about a problem
+before the sandbox runs it comes from the source's syntax tree: that it parses,
+that it defines ``Model`` / ``get_inputs`` / ``get_init_inputs``, its
+module-level size constants (which the judge perturbs), and, where the inputs
+are built from literal calls such as ``torch.randn(batch, dim)``, their shapes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ProblemError
+
+REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+_TENSOR_MAKERS = {"randn", "rand", "randint", "zeros", "ones", "empty", "randn_like", "full"}
+
+
+@dataclass
+class Problem:
+    name: str
+    path: str
+    source: str
+    level: int | None
+    constants: dict[str, int | float] = field(default_factory=dict)
+    input_shapes: list[list[int] | None] | None = None
+
+    def size_constants(self) -> dict[str, int]:
+        """Int constants that look like sizes (>= 8): the ones worth perturbing."""
+        return {k: v for k, v in self.constants.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 8}
+
+    def summary(self) -> dict[str, Any]:
+        return {"name": self.name, "level": self.level, "path": self.path,
+                "constants": self.constants, "input_shapes": self.input_shapes}
+
+
+def parse_source(source: str, filename: str, require: tuple[str, ...] = REQUIRED) -> ast.Module:
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise ProblemError(f"{filename}:{exc.lineno}: SyntaxError: {exc.msg}") from exc
+    defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    missing = [name for name in require if name not in defined]
+    if missing:
+        raise ProblemError(f"{filename}: defines no {', '.join('`' + m + '`' for m in missing)}")
+    return tree
+
+
+def module_constants(tree: ast.Module) -> dict[str, int | float]:
+    out: dict[str, int | float] = {}
+    env: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = _evaluate(node.value, env)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[node.targets[0].id] = value
+                env[node.targets[0].id] = value
+    return out
+
+
+def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
+    """Arithmetic over literals and known constants; None when anything else."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env.get(node.id)
+    if isinstance(node, ast.BinOp):
+        a, b = _evaluate(node.left, env), _evaluate(node.right, env)
+        if not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
+            return None
+        ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+               ast.FloorDiv: lambda: a // b if b else None, ast.Div: lambda: a / b if b else None,
+               ast.Pow: lambda: a ** b if abs(b) < 64 else None}
+        fn = ops.get(type(node.op))
+        return fn() if fn else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _evaluate(node.operand, env)
+        return -v if isinstance(v, (int, float)) else None
+    return None
+
+
+def input_shapes(tree: ast.Module, constants: dict[str, Any]) -> list[list[int] | None] | None:
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
+    if fn is None:
+        return None
+    env = dict(constants)
+    ret = None
+    for stmt in fn.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            env[stmt.targets[0].id] = stmt.value
+        if isinstance(stmt, ast.Return):
+            ret = stmt.value
+    if not isinstance(ret, (ast.List, ast.Tuple)):
+        return None
+    return [_shape(env.get(e.id) if isinstance(e, ast.Name) and isinstance(env.get(e.id), ast.AST) else e, env)
+            for e in ret.elts]
+
+
+def _shape(node: Any, env: dict[str, Any]) -> list[int] | None:
+    if not isinstance(node, ast.Call):
+        return None
+    # torch.randn(...).cuda() and similar: look through the method call.
+    if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call):
+        return _shape(node.func.value, env)
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    if name not in _TENSOR_MAKERS:
+        return None
+    args = node.args[2:3] if name == "randint" else node.args
+    if name == "full":
+        args = node.args[:1]
+    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        args = args[0].elts
+    dims = [_evaluate(a, env) for a in args]
+    return [int(d) for d in dims] if all(isinstance(d, int) for d in dims) else None
+
+
+def level_of(path: Path) -> int | None:
+    for part in reversed(path.parts[:-1]):
+        m = re.fullmatch(r"level_?(\d+)", part.lower())
+        if m:
+            return int(m.group(1))
+    m = re.search(r"level_?(\d+)", path.stem.lower())
+    return int(m.group(1)) if m else None
+
+
+def load_problem(path: str | Path, source: str | None = None) -> Problem:
+    p = Path(path)
+    if source is None:
+        try:
+            source = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProblemError(f"{p}: cannot read: {exc}") from exc
+    tree = parse_source(source, p.name)
+    constants = module_constants(tree)
+    return Problem(name=p.stem, path=str(p), source=source, level=level_of(p), constants=constants,
+                   input_shapes=input_shapes(tree, constants))
+
+
+def list_problems(folder: str | Path) -> list[dict[str, Any]]:
+    """Every problem file under ``folder``; files that do not parse are listed with their error."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise ProblemError(f"{root}: not a directory")
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name.startswith("_") or "solutions" in path.parts:
+            continue
+        try:
+            out.append(load_problem(path).summary())
+        except ProblemError as exc:
+            out.append({"name": path.stem, "level": level_of(path), "path": str(path), "error": str(exc)})
+    return out

@@ -1,0 +1,93 @@
+"""The judge's result, as users and the JSON contract see it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import tolerances
+from .checks import FAIL, PASS, SKIPPED, Check, median_iqr
+from .drivers.base import JobOutcome
+
+# Checks whose failure means the numbers are wrong (``correct`` is False);
+# the others catch cheating and misbehaviour around correct-looking numbers.
+NUMERIC = ("correctness", "perturbed_sizes", "output_format", "finite", "inputs_unchanged", "deterministic",
+           "post_timing")
+
+
+@dataclass
+class EvalResult:
+    device: str
+    sandbox: str
+    seeds: list[int] = field(default_factory=list)
+    verdict: str = "error"
+    reasons: list[str] = field(default_factory=list)
+    correct: bool = False
+    checks: list[Check] = field(default_factory=list)
+    timing: dict[str, Any] = field(default_factory=dict)
+    perturbed: list[dict[str, int]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def finish(self, found: list[Check], order: tuple[str, ...], started: float) -> EvalResult:
+        by_name = {c.name: c for c in found}
+        not_run = "not run: the candidate did not load" if by_name.get("compile", Check("", PASS)).outcome == FAIL \
+            else "not run"
+        self.checks = [by_name.get(n) or Check(n, SKIPPED, not_run) for n in order]
+        self.checks += [c for c in found if c.name not in order]
+        failed = [c for c in self.checks if c.outcome == FAIL]
+        self.verdict = "fail" if failed else "pass"
+        self.reasons = [f"{c.name}: {c.detail}" for c in failed]
+        self.correct = all(by_name.get(n, Check(n, FAIL)).outcome in (PASS, SKIPPED) for n in NUMERIC) \
+            and by_name.get("correctness", Check("", FAIL)).outcome == PASS
+        if self.verdict != "pass":
+            self.timing.pop("speedup_vs_eager", None)
+            self.timing.pop("speedup_vs_compile", None)
+        self.elapsed_s = time.monotonic() - started
+        return self
+
+    @property
+    def speedup(self) -> float | None:
+        s = self.timing.get("speedup_vs_eager")
+        return s["value"] if s else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "reasons": self.reasons,
+            "correct": self.correct,
+            "speedup": self.speedup,
+            "checks": {c.name: c.outcome for c in self.checks},
+            "check_details": {c.name: c.detail for c in self.checks},
+            "timing": self.timing,
+            "device": self.device,
+            "sandbox": self.sandbox,
+            "perturbed_sizes": self.perturbed,
+            "tolerances": tolerances.describe(),
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+
+def error_json(message: str) -> dict[str, Any]:
+    return {"verdict": "error", "reasons": [message], "correct": False, "speedup": None, "checks": {},
+            "check_details": {}}
+
+
+def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str) -> dict[str, Any]:
+    """Medians with IQR, and speedups with their spread -- on CUDA only: the
+    CPU numbers time eager torch against Triton's interpreter."""
+    runs = {f["name"]: f for f in ref.of_kind("timing") + cand.of_kind("timing") if f.get("times_ms")}
+    if not runs:
+        return {}
+    out: dict[str, Any] = {"device": device, "label": next(iter(runs.values())).get("label", "")}
+    for name, frame in runs.items():
+        out[name] = median_iqr(frame["times_ms"])
+    cand_t = out.get("candidate")
+    for base, key in (("baseline_eager", "speedup_vs_eager"), ("baseline_compile", "speedup_vs_compile")):
+        b = out.get(base)
+        if device == "cuda" and cand_t and b and cand_t["median_ms"] > 0:
+            out[key] = {"value": b["median_ms"] / cand_t["median_ms"],
+                        "low": b["q1_ms"] / max(cand_t["q3_ms"], 1e-9), "high": b["q3_ms"] / max(cand_t["q1_ms"], 1e-9)}
+    if device != "cuda":
+        out["note"] = "no GPU: speedup not reported; these CPU timings say nothing about GPU speed"
+    return out
