@@ -123,12 +123,28 @@ def trial_checks(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]], can
     checks = []
     for name, problems in found.items():
         if problems:
-            checks.append(Check(name, FAIL, "; ".join(dict.fromkeys(problems))[:1500]))
+            checks.append(Check(name, FAIL, _group(problems)[:1500]))
         elif name in ran and not ran[name]:
             checks.append(Check(name, SKIPPED, "no trial of this kind ran"))
         else:
             checks.append(Check(name, PASS))
     return checks
+
+
+def _group(problems: list[str]) -> str:
+    """'trial 0 (...): X; trial 1 (...): X' -> 'trials 0, 1: X'."""
+    by_text: dict[str, list[str]] = {}
+    for p in problems:
+        head, sep, text = p.partition(": ")
+        if not (sep and head.startswith("trial ")):
+            head, text = "", p
+        by_text.setdefault(text, []).append(head.split(" (")[0].removeprefix("trial "))
+    parts = []
+    for text, trials in by_text.items():
+        trials = [t for t in dict.fromkeys(trials) if t]
+        prefix = f"trial{'s' if len(trials) > 1 else ''} {', '.join(trials)}: " if trials else ""
+        parts.append(prefix + text)
+    return "; ".join(parts)
 
 
 def _sizes(spec: dict[str, Any]) -> str:

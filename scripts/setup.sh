@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Creates .venv/ at the repo root with everything KForge needs, and makes sure
+# dockerd runs (for the docker sandbox). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+# The CPU build of torch lies on this machine's disk; pin it so no multi-GB
+# CUDA build is pulled. GPU hosts install their own torch first.
+.venv/bin/python -m pip install -q "torch==2.13.0"
+.venv/bin/python -m pip install -q -e ".[dev]"
+
+if [ "${KFORGE_SKIP_DOCKERD:-0}" != "1" ]; then
+  bash .ci/start-dockerd.sh || echo "warning: dockerd is not running; the docker sandbox tests will fail" >&2
+fi

@@ -1,0 +1,51 @@
+"""Main-op attribution and the judge's own tensor comparisons."""
+
+from __future__ import annotations
+
+import torch
+
+from sandbox import compare, ops
+
+
+def test_matmul_family_is_main_even_when_spelled_differently():
+    assert ops.handed_off({"mm", "relu", "add"}, {"einsum"}) == ["einsum"]
+    assert ops.handed_off({"mm", "relu"}, {"relu"}) == []
+
+
+def test_elementwise_reference_fails_only_when_everything_is_torch():
+    assert ops.handed_off({"relu", "mul"}, {"mul"}) == []
+    assert ops.handed_off({"relu", "mul"}, {"relu", "mul", "add"}) == ["mul", "relu"]
+
+
+def test_softmax_reference_with_a_torch_sum_in_the_candidate_is_fine():
+    assert ops.handed_off({"_softmax"}, {"sum"}) == []
+    assert ops.handed_off({"_softmax"}, {"softmax"}) == ["softmax"]
+
+
+def test_value_problems_respect_fp32_tolerance():
+    ref = [torch.ones(10)]
+    assert compare.value_problems(ref, [torch.ones(10) + 5e-5]) == []
+    problems = compare.value_problems(ref, [torch.ones(10) + 5e-3])
+    assert problems and "10 of 10" in problems[0]
+
+
+def test_format_problems_catch_subclass_shape_and_dtype():
+    r = [torch.zeros(2, 3)]
+    assert compare.format_problems("tensor", r, "tensor", [torch.zeros(2, 3)], ["torch.Tensor"]) == []
+    assert "not a plain" in compare.format_problems("tensor", r, "tensor", [None], ["evil.Fake"])[0]
+    assert "shape" in compare.format_problems("tensor", r, "tensor", [torch.zeros(3, 2)], ["torch.Tensor"])[0]
+    assert "dtype" in compare.format_problems("tensor", r, "tensor", [torch.zeros(2, 3, dtype=torch.float64)],
+                                              ["torch.Tensor"])[0]
+    assert "tuple[2]" in compare.format_problems("tensor", r, "tuple[2]", [], [])[0]
+
+
+def test_nonfinite_only_where_the_reference_is_finite():
+    r = [torch.tensor([1.0, float("nan")])]
+    assert compare.nonfinite_problems(r, [torch.tensor([1.0, float("nan")])]) == []
+    assert compare.nonfinite_problems(r, [torch.tensor([float("inf"), float("nan")])])
+
+
+def test_changed_inputs_sees_in_place_writes_and_tolerates_nan():
+    x = torch.tensor([1.0, float("nan")])
+    assert compare.changed_inputs([x], [x.clone()]) == []
+    assert compare.changed_inputs([x, 3], [torch.tensor([2.0, float("nan")]), 3]) == [0]
