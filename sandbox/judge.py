@@ -113,6 +113,22 @@ class Judge:
                 driver, _ = self._sessions.pop((options.sandbox, device))
                 driver.stop(session)
 
+    def analyze(self, reference: str, reference_name: str = "reference.py",
+                options: EvalOptions | None = None) -> dict[str, Any]:
+        """The reference's fx graph, parameters, input/output shapes and a
+        profile of its ops ranked by share of time -- computed in the sandbox."""
+        options = options or EvalOptions()
+        device = resolve_device(options.device)
+        load_problem(reference_name, reference)
+        job = {"role": "analyze", "source": reference, "filename": reference_name, "device": device}
+        try:
+            return {"device": device, **analysis_of(self._run(options, device, job), reference_name)}
+        except SandboxError as exc:
+            raise ProblemError(f"the sandbox failed while analysing the reference: {exc}") from exc
+        finally:
+            if not self.warm:
+                self.close()
+
     def evaluate(self, reference: str, candidate: str, reference_name: str = "reference.py",
                  candidate_name: str = "candidate.py", options: EvalOptions | None = None) -> EvalResult:
         try:
@@ -154,6 +170,16 @@ class Judge:
         result.timing = timing_summary(ref, cand, device)
         result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
         return result.finish(found, CHECK_ORDER, started)
+
+
+def analysis_of(outcome: JobOutcome, name: str) -> dict[str, Any]:
+    err = outcome.first("error")
+    if err is not None:
+        raise ProblemError(f"the reference is unusable: {err['message']}")
+    found = outcome.first("analysis")
+    if found is None:
+        raise ProblemError(f"{name}: the reference did not finish ({outcome.exit.get('reason') or 'crashed'})")
+    return {k: v for k, v in found.items() if k not in ("kind", "_t")}
 
 
 def reference_trials(ref: JobOutcome, name: str, plan: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:

@@ -249,7 +249,9 @@ def _lock_ipc_dir(path: str) -> None:
 def _tmpfs_options(user: str, size_mb: int) -> str:
     uid, gid = _ids(user)
     owner = f"uid={uid},gid={gid if gid is not None else uid},mode=0700" if uid is not None else "mode=1777"
-    return f"rw,nosuid,nodev,size={size_mb}m,{owner}"
+    # Docker mounts a tmpfs noexec unless told: Triton and Inductor load the
+    # shared objects they compile into the scratch directory.
+    return f"rw,exec,nosuid,nodev,size={size_mb}m,{owner}"
 
 
 def _ids(user: str) -> tuple[int | None, int | None]:

@@ -238,6 +238,10 @@ def run(job: dict[str, Any], emit: Emit) -> None:
     try:
         if job["role"] == "reference":
             run_reference(job, emit)
+        elif job["role"] == "analyze":
+            from .analyze import run_analyze
+
+            run_analyze(job, emit)
         else:
             run_candidate(job, emit)
     except LoadError as exc:

@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     import triton
 
-    from . import guards, harness, timing  # noqa: F401  (imported once, inherited by every child)
+    from . import analyze, guards, harness, timing  # noqa: F401  (imported once, inherited by every child)
 
     torch.set_num_threads(1)
     confine._libc.prctl(confine.PR_SET_DUMPABLE, 0, 0, 0, 0)

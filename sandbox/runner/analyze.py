@@ -1,0 +1,116 @@
+"""Describe a reference for the agents, inside the sandbox: its graph, its
+parameters, its inputs, and where its time goes.
+
+Runs in a runner child like any other job, because tracing a reference means
+executing user code. Returns plain data only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from . import guards
+from .harness import build, seed_all, sync, to_device
+from .loader import LoadError, load_module
+
+
+def _meta(v: Any) -> Any:
+    if isinstance(v, torch.Tensor):
+        return {"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch."), "stride": list(v.stride())}
+    if isinstance(v, (int, float, bool, str)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_meta(x) for x in v]
+    return type(v).__name__
+
+
+def fx_graph(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]] | str:
+    """Nodes of a torch.fx trace with the shapes that flow through them, or why tracing failed."""
+    try:
+        import torch.fx as fx
+        from torch.fx.passes.shape_prop import ShapeProp
+
+        traced = fx.symbolic_trace(model)
+        ShapeProp(traced).propagate(*inputs)
+    except Exception as exc:  # data-dependent control flow and the like
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    modules = dict(traced.named_modules())
+    nodes = []
+    for node in traced.graph.nodes:
+        target = node.target
+        if node.op == "call_module":
+            mod = modules[target]
+            name = type(mod).__name__
+            extra = {k: _meta(getattr(mod, k)) for k in ("in_features", "out_features", "normalized_shape", "eps",
+                                                          "negative_slope", "dim", "kernel_size", "stride",
+                                                          "padding", "approximate", "p", "inplace")
+                     if hasattr(mod, k)}
+        else:
+            name = getattr(target, "__name__", str(target))
+            extra = {}
+        tm = node.meta.get("tensor_meta")
+        nodes.append({
+            "name": node.name, "op": node.op, "target": name, "module": str(target) if node.op == "call_module" else None,
+            "args": [a.name if hasattr(a, "name") else _meta(a) for a in node.args],
+            "kwargs": {k: (a.name if hasattr(a, "name") else _meta(a)) for k, a in node.kwargs.items()},
+            "shape": list(tm.shape) if tm is not None and hasattr(tm, "shape") else None,
+            "dtype": str(tm.dtype).removeprefix("torch.") if tm is not None and hasattr(tm, "dtype") else None,
+            "attrs": extra,
+        })
+    return nodes
+
+
+def profile(fn: Callable[[], Any], device: str) -> list[dict[str, Any]]:
+    """Aten ops ranked by share of self time (the planner's "where time goes")."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    fn()
+    sync(device)
+    with torch_profile(activities=activities) as prof:
+        for _ in range(3):
+            fn()
+        sync(device)
+    rows = []
+    for evt in prof.key_averages():
+        t = getattr(evt, "self_device_time_total", 0) if device == "cuda" else evt.self_cpu_time_total
+        if evt.key.startswith("aten::") and t > 0:
+            rows.append({"op": evt.key, "self_us": t / 3, "calls": evt.count // 3})
+    total = sum(r["self_us"] for r in rows) or 1.0
+    for r in rows:
+        r["share"] = r["self_us"] / total
+    return sorted(rows, key=lambda r: -r["self_us"])[:20]
+
+
+def run_analyze(job: dict[str, Any], emit: Any) -> None:
+    device = job["device"]
+    module = load_module(job["source"], job["filename"], "kforge_reference")
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise LoadError(f"{job['filename']}: defines no `{name}`")
+    seed_all(job.get("seed", 0))
+    init_inputs = list(module.get_init_inputs())
+    model = build(module, "Model", {"seed": job.get("seed", 0), "init_inputs": init_inputs}, device)
+    seed_all(job.get("seed", 0) + 1)
+    inputs = to_device(list(module.get_inputs()), device)
+    recorder = guards.OpRecorder(guards.LaunchCounter())
+    with torch.no_grad(), recorder:
+        out = model(*inputs)
+    sync(device)
+    with torch.no_grad():
+        graph = fx_graph(model, inputs)
+        ranked = profile(lambda: model(*inputs), device)
+    emit({
+        "kind": "analysis",
+        "init_inputs": [_meta(v) for v in init_inputs],
+        "inputs": [_meta(v) for v in inputs],
+        "outputs": _meta(list(out) if isinstance(out, (tuple, list)) else [out]),
+        "parameters": {k: _meta(v) for k, v in model.state_dict().items()},
+        "ops": recorder.ops,
+        "graph": graph if isinstance(graph, list) else [],
+        "graph_error": graph if isinstance(graph, str) else None,
+        "profile": ranked,
+    })
