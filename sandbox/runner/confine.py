@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import time
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -174,27 +175,28 @@ def _is_zombie(pid: int) -> bool:
         return True  # gone already
 
 
-def kill_uid_except(uid: int, keep_pid: int, rounds: int = 50) -> None:
+def kill_uid_except(uid: int, keep_pid: int, patience_s: float = 1.0) -> None:
     """SIGKILL every process of ``uid`` but ``keep_pid``, for a runner that
     shares its uid with its children (a container's single user).
 
-    Zombies are skipped (a signal cannot end them) and our own are reaped: a
-    runner that is a container's pid 1 inherits every orphan, and unreaped
-    ones would count against the container's process limit."""
+    A runner that is a container's pid 1 inherits every orphan, so the dead
+    are reaped here too: zombies would count against the container's process
+    limit. Zombies cannot be signalled; we wait for them to reach us."""
     if uid == 0:
         raise ConfineError("refusing to kill uid 0")
-    for _ in range(rounds):
+    deadline = time.monotonic() + patience_s
+    while True:
         _reap_children()
-        pids = [p for p in processes_of_uid(uid) if p != keep_pid and not _is_zombie(p)]
-        if not pids:
-            break
+        pids = [p for p in processes_of_uid(uid) if p != keep_pid]
+        if not pids or time.monotonic() > deadline:
+            return
         for pid in pids:
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
-        os.sched_yield()
-    _reap_children()
+            if not _is_zombie(pid):
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+        time.sleep(0.001)
 
 
 def _reap_children() -> None:

@@ -209,6 +209,9 @@ def main(argv: list[str] | None = None) -> None:
     from . import analyze, guards, harness, timing  # noqa: F401  (imported once, inherited by every child)
 
     torch.set_num_threads(1)
+    from .prewarm import prewarm
+
+    prewarm(args.device)
     confine._libc.prctl(confine.PR_SET_DUMPABLE, 0, 0, 0, 0)
     if listener is not None:
         conn, _ = listener.accept()
