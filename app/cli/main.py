@@ -5,11 +5,13 @@ from __future__ import annotations
 import typer
 
 from .eval_cmd import eval_command
+from .optimize_cmd import optimize_command
 from .problems_cmd import problems_app
 
 cli = typer.Typer(name="kforge", help="KForge: verified GPU kernels from LLM agents.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
 cli.command("eval", help="Judge a candidate kernel against a reference, in a sandbox.")(eval_command)
+cli.command("optimize", help="Search for a faster verified kernel for a problem.")(optimize_command)
 cli.add_typer(problems_app, name="problems", help="Problem suites (KernelBench format).")
 
 

@@ -1,24 +1,23 @@
-"""Sandbox drivers behind one interface (see base.SandboxDriver)."""
+"""Sandbox drivers: where the judge's warm runners live."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .base import RunnerSession, SandboxDriver, SandboxError
+from .base import SandboxDriver
 
 DRIVERS = ("process", "docker")
 
 
-def get_driver(name: str, **kwargs: Any) -> SandboxDriver:
+def get_driver(name: str, **kw: Any) -> SandboxDriver:
+    """The driver called ``name``, built with ``kw``."""
     if name == "process":
         from .process import ProcessDriver
 
-        return ProcessDriver(**kwargs)
+        return ProcessDriver(**kw)
     if name == "docker":
+        # Imported here: the Docker SDK is needed only by those who use it.
         from .docker import DockerDriver
 
-        return DockerDriver(**kwargs)
-    raise ValueError(f"unknown sandbox {name!r}: use one of {', '.join(DRIVERS)}")
-
-
-__all__ = ["DRIVERS", "RunnerSession", "SandboxDriver", "SandboxError", "get_driver"]
+        return DockerDriver(**kw)
+    raise ValueError(f"unknown sandbox driver {name!r}; choose one of {', '.join(DRIVERS)}")

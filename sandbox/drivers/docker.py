@@ -129,7 +129,10 @@ class DockerDriver:
         try:
             if self.runtime_mount:
                 ensure_empty_image(client, self.image)
-            running.container = client.containers.run(self.image, detach=True, **self._options(device, ipc_dir))
+            # Created, then started: a container that fails to start is still
+            # ours to remove.
+            running.container = client.containers.create(self.image, **self._options(device, ipc_dir))
+            running.container.start()
         except DOCKER_ERRORS as exc:
             _remove(running)
             raise SandboxError(f"could not start the docker sandbox from image {self.image!r}: {exc}") from exc
@@ -160,6 +163,10 @@ class DockerDriver:
         running = self._running.pop(id(session), None)
         if running is not None:
             _remove(running)
+
+    def container_id(self, session: RunnerSession) -> str | None:
+        running = self._running.get(id(session))
+        return running.container.id if running and running.container else None
 
     def _options(self, device: str, ipc_dir: str) -> dict:
         if self.runtime_mount:

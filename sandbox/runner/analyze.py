@@ -103,8 +103,11 @@ def run_analyze(job: dict[str, Any], emit: Any) -> None:
     with torch.no_grad():
         graph = fx_graph(model, inputs)
         ranked = profile(lambda: model(*inputs), device)
+    hardware = (f"{torch.cuda.get_device_name()} (sm_{''.join(map(str, torch.cuda.get_device_capability()))})"
+                if device == "cuda" else "CPU only: Triton runs in its interpreter; no GPU timing")
     emit({
         "kind": "analysis",
+        "hardware": hardware,
         "init_inputs": [_meta(v) for v in init_inputs],
         "inputs": [_meta(v) for v in inputs],
         "outputs": _meta(list(out) if isinstance(out, (tuple, list)) else [out]),

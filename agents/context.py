@@ -1,0 +1,75 @@
+"""What every role is told about the problem, built once per search."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class Evaluator(Protocol):
+    """The judge as the agents see it (sandbox.Judge satisfies this)."""
+
+    def analyze(self, reference: str, reference_name: str = ..., options: Any = ...) -> dict[str, Any]: ...
+
+    def evaluate(self, reference: str, candidate: str, reference_name: str = ..., candidate_name: str = ...,
+                 options: Any = ...) -> Any: ...
+
+
+class StrategySource(Protocol):
+    """Where the planner's strategies from earlier runs come from (the knowledge base)."""
+
+    def retrieve(self, analysis: dict[str, Any], reference: str, backend: str, k: int = 5) -> list[dict[str, Any]]: ...
+
+
+class NoStrategies:
+    def retrieve(self, analysis: dict[str, Any], reference: str, backend: str, k: int = 5) -> list[dict[str, Any]]:
+        return []
+
+
+@dataclass
+class Context:
+    reference: str
+    reference_name: str
+    analysis: dict[str, Any]
+    backend: str = "triton"
+    strategies: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def device(self) -> str:
+        return str(self.analysis.get("device", "cpu"))
+
+    @property
+    def hardware(self) -> str:
+        return str(self.analysis.get("hardware", self.device))
+
+    def describe_inputs(self) -> str:
+        return _tensors(self.analysis.get("inputs", []))
+
+    def describe_outputs(self) -> str:
+        return _tensors(self.analysis.get("outputs", []))
+
+    def describe_parameters(self) -> str:
+        params = self.analysis.get("parameters", {})
+        return ", ".join(f"{k} {v['shape']} {v['dtype']}" for k, v in params.items()) or "none"
+
+    def describe_profile(self) -> str:
+        rows = self.analysis.get("profile", [])
+        return "\n".join(f"- {r['op']}: {100 * r['share']:.1f}% ({r['calls']} call(s))" for r in rows[:10]) or "- (empty)"
+
+    def describe_strategies(self) -> str:
+        if not self.strategies:
+            return "(none retrieved)"
+        lines = []
+        for s in self.strategies:
+            evidence = s.get("evidence_summary") or s.get("evidence") or ""
+            lines.append(f"- [{s.get('id', '?')}] **{s.get('title', '')}** ({s.get('source', 'knowledge base')}): "
+                         f"{s.get('summary', '')} {('Evidence: ' + json.dumps(evidence)) if evidence else ''}".strip())
+        return "\n".join(lines)
+
+
+def _tensors(items: list[Any]) -> str:
+    out = []
+    for t in items:
+        out.append(f"tensor{t['shape']} {t['dtype']}" if isinstance(t, dict) and "shape" in t else repr(t))
+    return ", ".join(out) or "none"

@@ -1,0 +1,103 @@
+"""Anthropic's Messages API through the official `anthropic` SDK.
+
+`base_url` is the API root (the SDK appends /v1/messages): a proxy, a gateway,
+or our loopback test server. The SDK sends the key as `Authorization: Bearer`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import anthropic
+
+from agents.providers.base import Completion, Message, ProviderConfigError
+from agents.providers.calls import RawReply, check_messages, run_call
+from agents.providers.errors import failure_from_sdk, fatal_error
+from agents.providers.pricing import parse_prices
+from agents.providers.retry import RetryPolicy
+
+KEY_ENV = "ANTHROPIC_API_KEY"
+PLACEHOLDER_KEY = "not-needed"
+
+
+class AnthropicProvider:
+    """Claude models with our retry policy; the SDK's own retries are off."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        prices: Mapping[str, Any] | None = None,
+        *,
+        base_delay_s: float = 1.0,
+        max_delay_s: float = 30.0,
+        max_retry_after_s: float = 60.0,
+    ) -> None:
+        key = api_key or os.environ.get(KEY_ENV) or None
+        if key is None and base_url is None:
+            raise ProviderConfigError(f"no API key for provider anthropic: set {KEY_ENV}", provider=self.name)
+        self.model = model
+        self.base_url = base_url
+        self._key = key
+        self._prices = parse_prices(prices) if prices else None
+        self._policy = RetryPolicy(max_retries, base_delay_s, max_delay_s, max_retry_after_s)
+        # An explicit key also stops the SDK from looking for profiles or other credentials on disk.
+        self._client = anthropic.Anthropic(
+            api_key=key or PLACEHOLDER_KEY, base_url=base_url, timeout=timeout, max_retries=0
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def complete(
+        self, system: str, messages: list[Message], *, max_tokens: int = 4096, temperature: float = 0.2
+    ) -> Completion:
+        """One message; retried on rate limits, overload, 5xx and time-outs.
+
+        `temperature` is accepted for the Protocol's sake and not sent: API
+        version 2026-10-21 (the SDK's default) rejects sampling parameters.
+        """
+        check_messages(messages)
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "max_tokens": max_tokens,
+        }
+        if system:  # the API rejects an empty system block
+            request["system"] = system
+        return run_call(
+            functools.partial(self._send, request),
+            provider=self.name,
+            model=self.model,
+            policy=self._policy,
+            classify=functools.partial(
+                failure_from_sdk,
+                status_error=anthropic.APIStatusError,
+                connection_error=anthropic.APIConnectionError,
+                timeout_error=anthropic.APITimeoutError,
+                secrets=(self._key,),
+            ),
+            fatal=functools.partial(
+                fatal_error, provider=self.name, model=self.model, key_hint=None if self.base_url else KEY_ENV
+            ),
+            prices=self._prices,
+            prompt_chars=len(system) + sum(len(m["content"]) for m in messages),
+        )
+
+    def _send(self, request: dict[str, Any]) -> RawReply:
+        response = self._client.messages.create(**request)
+        text = "".join(block.text for block in response.content if block.type == "text")
+        return RawReply(
+            text=text,
+            model=response.model or self.model,
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+        )

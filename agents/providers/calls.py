@@ -1,0 +1,77 @@
+"""The part of a model call that is the same for every vendor: retry, time, price, log.
+
+Each provider supplies one attempt (`send`) that returns a `RawReply`; this
+module turns it into a `Completion`, so latency, cost and the log line mean
+the same thing whichever SDK produced them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from agents.providers.base import Completion, Message, ProviderError
+from agents.providers.pricing import Price, cost_usd, is_priced
+from agents.providers.retry import Failure, RetryPolicy, call_with_retry
+
+log = logging.getLogger("agents.providers")
+
+
+@dataclass(frozen=True)
+class RawReply:
+    """What one successful attempt returned, before pricing."""
+
+    text: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+
+
+def check_messages(messages: list[Message]) -> None:
+    """Reject turns the vendors would reject anyway, with a message that names the turn."""
+    for index, message in enumerate(messages):
+        if message.get("role") not in ("user", "assistant") or not isinstance(message.get("content"), str):
+            raise ValueError(f"message {index} must be {{'role': 'user'|'assistant', 'content': str}}")
+
+
+def run_call(
+    send: Callable[[], RawReply],
+    *,
+    provider: str,
+    model: str,
+    policy: RetryPolicy,
+    classify: Callable[[Exception], Failure | None],
+    fatal: Callable[[Failure], ProviderError],
+    prices: Mapping[str, Price] | None,
+    prompt_chars: int,
+) -> Completion:
+    """Send with retries and describe the outcome; logs sizes and numbers, never prompt text."""
+    log.debug("%s %s: sending %d prompt characters", provider, model, prompt_chars)
+    started = time.monotonic()
+    reply, attempts = call_with_retry(
+        send, provider=provider, model=model, policy=policy, classify=classify, fatal=fatal
+    )
+    latency = time.monotonic() - started
+    cost = cost_usd(reply.model, reply.input_tokens, reply.output_tokens, prices)
+    log.info(
+        "%s %s: %d input + %d output tokens, $%.6f%s, %.2f s, %d attempt(s)",
+        provider,
+        reply.model,
+        reply.input_tokens,
+        reply.output_tokens,
+        cost,
+        "" if is_priced(reply.model, prices) else " (unpriced model)",
+        latency,
+        attempts,
+    )
+    return Completion(
+        text=reply.text,
+        model=reply.model,
+        input_tokens=reply.input_tokens,
+        output_tokens=reply.output_tokens,
+        cost_usd=cost,
+        latency_s=latency,
+        provider=provider,
+    )

@@ -1,0 +1,118 @@
+"""OpenAI, and any server that speaks its chat-completions API (vLLM, Ollama, llama.cpp, LM Studio).
+
+A local server is reached by `base_url` (the URL the SDK takes, ending in /v1)
+and often needs no key; the SDK insists on a string, so a placeholder is sent.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import openai
+
+from agents.providers.base import Completion, Message, ProviderConfigError
+from agents.providers.calls import RawReply, check_messages, run_call
+from agents.providers.errors import failure_from_sdk, fatal_error
+from agents.providers.pricing import parse_prices
+from agents.providers.retry import RetryPolicy
+
+KEY_ENV = "OPENAI_API_KEY"
+PLACEHOLDER_KEY = "not-needed"
+# OpenAI's reasoning models (o-series, gpt-5 and later) refuse `temperature`;
+# only the older chat models are known to take it.
+_TEMPERATURE_PREFIXES = ("gpt-4", "gpt-3.5", "chatgpt-")
+
+
+class OpenAIProvider:
+    """Chat completions through the official `openai` SDK, with our retry policy."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        prices: Mapping[str, Any] | None = None,
+        *,
+        base_delay_s: float = 1.0,
+        max_delay_s: float = 30.0,
+        max_retry_after_s: float = 60.0,
+        official_api: bool | None = None,
+    ) -> None:
+        """`official_api`: whether the server is OpenAI itself, which wants `max_completion_tokens` and
+        refuses `temperature` on reasoning models; by default true without `base_url` or on api.openai.com.
+        """
+        key = api_key or os.environ.get(KEY_ENV) or None
+        if key is None and base_url is None:
+            raise ProviderConfigError(
+                f"no API key for provider openai: set {KEY_ENV}, or pass --base-url for a local "
+                "OpenAI-compatible server that needs none",
+                provider=self.name,
+            )
+        self.model = model
+        self.base_url = base_url
+        self._key = key
+        self._prices = parse_prices(prices) if prices else None
+        self._policy = RetryPolicy(max_retries, base_delay_s, max_delay_s, max_retry_after_s)
+        self._client = openai.OpenAI(
+            api_key=key or PLACEHOLDER_KEY, base_url=base_url, timeout=timeout, max_retries=0
+        )
+        # Compatible servers know the older parameter names best.
+        if official_api is None:
+            official_api = base_url is None or "api.openai.com" in base_url
+        self._official = official_api
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def complete(
+        self, system: str, messages: list[Message], *, max_tokens: int = 4096, temperature: float = 0.2
+    ) -> Completion:
+        """One chat completion; retried on rate limits, 5xx and time-outs.
+
+        `temperature` is not sent to OpenAI's reasoning models, which reject it.
+        """
+        check_messages(messages)
+        turns = [{"role": m["role"], "content": m["content"]} for m in messages]
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "system", "content": system}, *turns] if system else turns,
+        }
+        request["max_completion_tokens" if self._official else "max_tokens"] = max_tokens
+        if not self._official or self.model.startswith(_TEMPERATURE_PREFIXES):
+            request["temperature"] = temperature
+        return run_call(
+            functools.partial(self._send, request),
+            provider=self.name,
+            model=self.model,
+            policy=self._policy,
+            classify=functools.partial(
+                failure_from_sdk,
+                status_error=openai.APIStatusError,
+                connection_error=openai.APIConnectionError,
+                timeout_error=openai.APITimeoutError,
+                secrets=(self._key,),
+            ),
+            fatal=functools.partial(
+                fatal_error, provider=self.name, model=self.model, key_hint=None if self.base_url else KEY_ENV
+            ),
+            prices=self._prices,
+            prompt_chars=len(system) + sum(len(m["content"]) for m in messages),
+        )
+
+    def _send(self, request: dict[str, Any]) -> RawReply:
+        response = self._client.chat.completions.create(**request)
+        text = (response.choices[0].message.content or "") if response.choices else ""
+        usage = response.usage
+        return RawReply(
+            text=text,
+            model=response.model or self.model,
+            input_tokens=usage.prompt_tokens if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
+        )

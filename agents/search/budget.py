@@ -1,0 +1,57 @@
+"""Hard limits on a search, checked before every model call and candidate."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+class LimitsExceeded(Exception):
+    """A budget ran out; the message says which."""
+
+
+class TargetReached(Exception):
+    """A verified candidate reached the target speedup."""
+
+
+@dataclass
+class SearchConfig:
+    max_rounds: int = 3
+    candidates_per_round: int = 2
+    max_repairs: int = 2
+    max_candidates: int = 30
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    max_wall_s: float | None = None
+    target_speedup: float | None = None
+    stagnation_rounds: int = 2
+    backend: str = "triton"
+    offline_starters: int = 4
+    parallel: int = 4
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Budget:
+    def __init__(self, config: SearchConfig, already_spent_s: float = 0.0) -> None:
+        self.config = config
+        self.started = time.monotonic() - already_spent_s
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def check(self, usage: dict[str, float], candidates: int) -> None:
+        c = self.config
+        if c.max_candidates is not None and candidates >= c.max_candidates:
+            raise LimitsExceeded(f"candidate budget of {c.max_candidates} reached")
+        if c.max_tokens is not None and usage["input_tokens"] + usage["output_tokens"] >= c.max_tokens:
+            raise LimitsExceeded(f"token budget of {c.max_tokens} reached")
+        if c.max_cost_usd is not None and usage["cost_usd"] >= c.max_cost_usd:
+            raise LimitsExceeded(f"cost budget of ${c.max_cost_usd:.2f} reached")
+        if c.max_wall_s is not None and self.elapsed() >= c.max_wall_s:
+            raise LimitsExceeded(f"wall-time budget of {c.max_wall_s:g} s reached")
+
+    def reached_target(self, speedup: float | None) -> bool:
+        return self.config.target_speedup is not None and speedup is not None and speedup >= self.config.target_speedup

@@ -1,0 +1,201 @@
+"""The search: rounds of plan -> code -> verify -> repair under budgets.
+
+Round 0 judges the offline engine's starter kernels, so LLM rounds start from
+a verified kernel when one exists. Each LLM round takes the next strategies
+from the plan, writes several candidates in parallel from the best verified
+kernel so far, judges them one at a time (one timing at a time per device),
+and repairs failures from the judge's feedback. It re-plans when the plan is
+used up or the best result stagnates, and stops at a budget or the target.
+The trajectory is saved after every attempt; a resumed search continues from
+the last saved attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from ..context import Context, Evaluator, NoStrategies, StrategySource
+from ..providers import Completion, Provider
+from ..roles.coder import Coder, Draft
+from ..roles.planner import Planner
+from ..roles.verifier import Verification, Verifier
+from .budget import Budget, LimitsExceeded, SearchConfig, TargetReached
+from .trajectory import Attempt, Round, Trajectory
+
+log = logging.getLogger("kforge.search")
+Event = Callable[[dict[str, Any]], None]
+
+
+class Search:
+    def __init__(self, evaluator: Evaluator, options: Any, provider: Provider | None = None,
+                 strategies: StrategySource | None = None, config: SearchConfig | None = None,
+                 offline: Any = None, on_event: Event | None = None, trajectory_path: str | Path | None = None):
+        self.evaluator = evaluator
+        self.options = options
+        self.provider = provider
+        self.strategies = strategies or NoStrategies()
+        self.config = config or SearchConfig()
+        self.offline = offline
+        self.on_event = on_event or (lambda e: None)
+        self.path = Path(trajectory_path) if trajectory_path else None
+        self.verifier = Verifier(evaluator, options, provider)
+        self.planner = Planner(provider) if provider else None
+        self.coder = Coder(provider) if provider else None
+
+    # -- bookkeeping -------------------------------------------------------
+    def _save(self, traj: Trajectory) -> None:
+        traj.elapsed_s = self.budget.elapsed()
+        if self.path is not None:
+            traj.save(self.path)
+
+    def _charge(self, traj: Trajectory, call: Completion | None, attempt: Attempt | None = None) -> None:
+        if call is None:
+            return
+        traj.add_usage(call.input_tokens, call.output_tokens, call.cost_usd)
+        if attempt is not None:
+            attempt.input_tokens += call.input_tokens
+            attempt.output_tokens += call.output_tokens
+            attempt.cost_usd += call.cost_usd
+
+    def _judge(self, traj: Trajectory, ctx: Context, attempt: Attempt) -> Verification:
+        started = time.monotonic()
+        v = self.verifier.verify(ctx, attempt.code, f"{attempt.id}.py")
+        self._charge(traj, v.review_call, attempt)
+        attempt.verdict, attempt.reasons, attempt.checks = v.verdict, v.reasons, v.checks
+        attempt.speedup, attempt.timing, attempt.review = v.speedup, v.timing, v.review
+        attempt.elapsed_s += time.monotonic() - started
+        self._save(traj)
+        self.on_event({"kind": "attempt", "attempt": attempt})
+        if v.verdict == "pass" and self.budget.reached_target(v.speedup):
+            raise TargetReached(f"target speedup {self.config.target_speedup}x reached by {attempt.id}")
+        return v
+
+    # -- the loop ------------------------------------------------------------
+    def run(self, reference: str, reference_name: str, resume: Trajectory | None = None) -> Trajectory:
+        label = f"llm: {self.provider.name}/{self.provider.model}" if self.provider else "offline engine (no LLM)"
+        traj = resume or Trajectory(problem=reference_name, reference=reference, config=self.config.to_dict(),
+                                    label=label)
+        self.budget = Budget(self.config, already_spent_s=traj.elapsed_s)
+        analysis = self.evaluator.analyze(reference, reference_name, self.options)
+        ctx = Context(reference, reference_name, analysis, backend=self.config.backend)
+        ctx.strategies = self.strategies.retrieve(analysis, reference, self.config.backend)
+        traj.strategies_used = [{"id": s.get("id"), "title": s.get("title"), "source": s.get("source")}
+                                for s in ctx.strategies]
+        self.on_event({"kind": "analysis", "analysis": analysis, "strategies": ctx.strategies})
+        try:
+            self._finish_pending(traj, ctx)
+            self._offline_round(traj, ctx, analysis)
+            if self.provider is not None:
+                self._llm_rounds(traj, ctx)
+            traj.stop_reason = traj.stop_reason or "rounds finished"
+        except LimitsExceeded as exc:
+            traj.stop_reason = f"limit: {exc}"
+        except TargetReached as exc:
+            traj.stop_reason = str(exc)
+        self._save(traj)
+        self.on_event({"kind": "stop", "reason": traj.stop_reason, "trajectory": traj})
+        return traj
+
+    def _finish_pending(self, traj: Trajectory, ctx: Context) -> None:
+        """After a crash, attempts whose code was saved but not judged are judged now."""
+        for attempt in traj.attempts():
+            if attempt.verdict == "pending" and attempt.code:
+                self._judge(traj, ctx, attempt)
+
+    def _offline_round(self, traj: Trajectory, ctx: Context, analysis: dict[str, Any]) -> None:
+        if self.offline is None or self.config.offline_starters <= 0 or any(r.index == 0 for r in traj.rounds):
+            return
+        round_ = Round(index=0)
+        traj.rounds.append(round_)
+        proposals = self.offline.propose(analysis, self.config.offline_starters)
+        round_.plan = [{"title": f"offline: {p.family} {p.params}", "rationale": p.note} for p in proposals]
+        self.on_event({"kind": "round", "index": 0, "plan": round_.plan})
+        for n, proposal in enumerate(proposals):
+            self.budget.check(traj.usage, len(traj.attempts()))
+            attempt = Attempt(id=f"r0-c{n}", round=0, strategy=f"offline: {proposal.family} {proposal.params}",
+                              code=proposal.source, source="offline")
+            round_.attempts.append(attempt)
+            self._save(traj)
+            self._judge(traj, ctx, attempt)
+
+    def _llm_rounds(self, traj: Trajectory, ctx: Context) -> None:
+        assert self.planner is not None and self.coder is not None
+        queue: list[dict[str, Any]] = []
+        stagnant, best_before = 0, _score(traj.best())
+        done = len([r for r in traj.rounds if r.index > 0])
+        for index in range(done + 1, self.config.max_rounds + 1):
+            self.budget.check(traj.usage, len(traj.attempts()))
+            round_ = Round(index=index)
+            stagnated = stagnant >= self.config.stagnation_rounds
+            if stagnated or len(queue) < self.config.candidates_per_round:
+                plan, calls = self.planner.plan(ctx, traj.attempts(), max(3, self.config.candidates_per_round),
+                                                stagnated)
+                for call in calls:
+                    self._charge(traj, call)
+                queue = plan + queue if stagnated else queue + plan
+                round_.replanned, stagnant = stagnated, 0 if stagnated else stagnant
+            picked, queue = queue[: self.config.candidates_per_round], queue[self.config.candidates_per_round :]
+            round_.plan = picked
+            traj.rounds.append(round_)
+            self._save(traj)
+            self.on_event({"kind": "round", "index": index, "plan": picked})
+            self._llm_round(traj, ctx, round_, picked)
+            best_now = _score(traj.best())
+            stagnant = 0 if best_now > best_before else stagnant + 1
+            best_before = max(best_now, best_before)
+
+    def _llm_round(self, traj: Trajectory, ctx: Context, round_: Round, picked: list[dict[str, Any]]) -> None:
+        parent = traj.best()
+        self.budget.check(traj.usage, len(traj.attempts()))
+        # Model calls run in parallel; the judge runs one candidate at a time.
+        with ThreadPoolExecutor(max_workers=max(1, self.config.parallel)) as pool:
+            drafts = list(pool.map(lambda s: self.coder.write(ctx, s, parent.code if parent else None), picked))
+        for n, (strategy, draft) in enumerate(zip(picked, drafts)):
+            self._attempt_with_repairs(traj, ctx, round_, n, strategy, draft, parent)
+
+    def _attempt_with_repairs(self, traj: Trajectory, ctx: Context, round_: Round, n: int,
+                              strategy: dict[str, Any], draft: Draft, parent: Attempt | None) -> None:
+        previous: Attempt | None = None
+        for fix in range(self.config.max_repairs + 1):
+            suffix = f"-fix{fix}" if fix else ""
+            attempt = Attempt(id=f"r{round_.index}-c{n}{suffix}", round=round_.index, strategy=strategy["title"],
+                              code=draft.code or "", source="llm", parent_id=parent.id if parent else None,
+                              repair_of=previous.id if previous else None, prompt_excerpt=draft.prompt[:4000])
+            self._charge(traj, draft.completion, attempt)
+            round_.attempts.append(attempt)
+            if draft.code is None:
+                attempt.verdict, attempt.reasons = "fail", [f"format: {draft.error}"]
+                feedback = f"- format: {draft.error}. Answer with the whole file in one ```python block."
+                self._save(traj)
+                self.on_event({"kind": "attempt", "attempt": attempt})
+            else:
+                v = self._judge(traj, ctx, attempt)
+                if v.verdict == "pass":
+                    return
+                feedback = v.feedback()
+            if fix == self.config.max_repairs:
+                return
+            self.budget.check(traj.usage, len(traj.attempts()))
+            previous = attempt
+            draft = self.coder.repair(ctx, draft, draft.code or "", feedback)
+
+
+def _score(attempt: Attempt | None) -> float:
+    if attempt is None:
+        return 0.0
+    return attempt.speedup if attempt.speedup is not None else 1e-9
+
+
+def replay(traj: Trajectory, evaluator: Evaluator, options: Any) -> list[dict[str, Any]]:
+    """Judge every saved attempt again; report where the verdict differs."""
+    out = []
+    for a in traj.attempts():
+        if not a.code:
+            continue
+        now = evaluator.evaluate(traj.reference, a.code, traj.problem, f"{a.id}.py", options)
+        out.append({"id": a.id, "saved": a.verdict, "now": now.verdict, "same": now.verdict == a.verdict})
+    return out

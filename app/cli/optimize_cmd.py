@@ -1,0 +1,129 @@
+"""`kforge optimize PROBLEM.py`: search for a faster, verified kernel.
+
+Live progress goes to stderr (rich); with --json, stdout holds exactly one
+JSON object with `best` and `rounds`. Exit 0 when a verified kernel was
+found, 1 when none was, 2 on an unusable problem or request.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agents.providers import ProviderError
+from agents.search import SearchConfig, Trajectory
+from sandbox import EvalOptions, JudgeError
+
+from ..settings import get_settings
+from .wiring import build_search
+
+err = Console(stderr=True)
+
+
+def optimize_command(
+    problem: Annotated[Path, typer.Argument(help="Reference problem file (KernelBench format).")],
+    provider: Annotated[str | None, typer.Option(help="offline | openai | anthropic (default: KFORGE_PROVIDER)")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for the provider.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible URL ending in /v1, or the Anthropic API root.")] = None,
+    max_rounds: Annotated[int, typer.Option("--max-rounds", help="LLM rounds after the offline starters.")] = 3,
+    candidates_per_round: Annotated[int, typer.Option("--candidates-per-round")] = 2,
+    max_repairs: Annotated[int, typer.Option("--max-repairs")] = 2,
+    max_cost: Annotated[float | None, typer.Option("--max-cost", help="Dollar budget.")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget.")] = None,
+    max_wall: Annotated[float | None, typer.Option("--max-wall", help="Wall-time budget in seconds.")] = None,
+    target_speedup: Annotated[float | None, typer.Option("--target-speedup")] = None,
+    backend: Annotated[str, typer.Option(help="triton | cuda")] = "triton",
+    device: Annotated[str | None, typer.Option(help="auto | cpu | cuda")] = None,
+    sandbox: Annotated[str | None, typer.Option(help="process | docker")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for trajectory.json, best.py and summary.json.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the trajectory saved in --out.")] = False,
+) -> None:
+    settings = get_settings()
+    config = SearchConfig(max_rounds=max_rounds, candidates_per_round=candidates_per_round, max_repairs=max_repairs,
+                          max_cost_usd=max_cost, max_tokens=max_tokens, max_wall_s=max_wall,
+                          target_speedup=target_speedup, backend=backend)
+    options = EvalOptions(device=device or settings.device, sandbox=sandbox or settings.sandbox,
+                          timeout=settings.eval_timeout_s, memory_mb=settings.memory_mb)
+    try:
+        summary = run_optimize(problem, provider or settings.provider, model, base_url, config, options, out, resume,
+                               quiet=False)
+    except (JudgeError, ProviderError, ValueError, OSError) as exc:
+        report_error(str(exc), as_json)
+        raise typer.Exit(2) from exc
+    if as_json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+    else:
+        render_final(summary)
+    raise typer.Exit(0 if summary["best"] else 1)
+
+
+def report_error(message: str, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps({"error": message, "best": None, "rounds": []}) + "\n")
+    err.print(f"[red]error:[/] {message}")
+
+
+def run_optimize(problem: Path, provider: str, model: str | None, base_url: str | None, config: SearchConfig,
+                 options: EvalOptions, out: Path | None, resume: bool, quiet: bool = True) -> dict[str, Any]:
+    if config.backend not in ("triton", "cuda"):
+        raise ValueError(f"--backend {config.backend!r}: use triton or cuda")
+    if provider not in ("offline", "openai", "anthropic"):
+        raise ValueError(f"--provider {provider!r}: use offline, openai or anthropic")
+    try:
+        reference = problem.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{problem}: cannot read: {exc}") from exc
+    traj_path = out / "trajectory.json" if out else None
+    previous = Trajectory.load(traj_path) if resume and traj_path and traj_path.exists() else None
+    on_event = (lambda e: None) if quiet else progress_printer()
+    with build_search(provider, model, base_url, config, options, on_event, traj_path) as search:
+        traj = search.run(reference, problem.name, resume=previous)
+    summary = traj.summary()
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        if summary["best"]:
+            (out / "best.py").write_text(summary["best"]["code"])
+    return summary
+
+
+def progress_printer():
+    def on_event(event: dict[str, Any]) -> None:
+        kind = event["kind"]
+        if kind == "analysis":
+            a = event["analysis"]
+            top = ", ".join(f"{r['op']} {100 * r['share']:.0f}%" for r in a.get("profile", [])[:3])
+            err.print(f"[bold]analysed[/] on {a.get('hardware')}: {top}")
+            for s in event.get("strategies", []):
+                err.print(f"  strategy from {s.get('source', 'knowledge base')}: {s.get('title')}")
+        elif kind == "round":
+            err.print(f"[bold]round {event['index']}[/]: " + "; ".join(p.get("title", "") for p in event["plan"]))
+        elif kind == "attempt":
+            a = event["attempt"]
+            colour = "green" if a.verdict == "pass" else "red"
+            speed = f" {a.speedup:.2f}x" if a.speedup is not None else ""
+            why = f" — {a.reasons[0][:120]}" if a.reasons else ""
+            err.print(f"  {a.id} [{colour}]{a.verdict}[/]{speed}{why}")
+        elif kind == "stop":
+            err.print(f"[bold]stopped[/]: {event['reason']}")
+    return on_event
+
+
+def render_final(summary: dict[str, Any]) -> None:
+    table = Table("candidate", "source", "strategy", "verdict", "speedup", "tokens", "cost $")
+    for r in summary["rounds"]:
+        for c in r["candidates"]:
+            table.add_row(c["id"], c["source"], c["strategy"][:40], c["verdict"],
+                          f"{c['speedup']:.2f}x" if c["speedup"] is not None else "-",
+                          str(c["input_tokens"] + c["output_tokens"]), f"{c['cost_usd']:.4f}")
+    Console().print(table)
+    best = summary["best"]
+    Console().print(f"best: {best['id']} ({best['source']})" if best else "no verified kernel found",
+                    f"— {summary['label']}")
