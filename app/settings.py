@@ -8,6 +8,7 @@ Secrets are SecretStr: they print as '**********' and never reach a sandbox
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -17,6 +18,13 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KFORGE_", env_file=".env", extra="ignore")
 
     environment: str = "development"
+    data_dir: Path = Path(".kforge")
+    database_url: str | None = None
+    broker_url: str | None = None
+    visibility_timeout_s: int = 3600
+    heartbeat_s: float = 5.0
+    stale_after_s: float = 30.0
+    gpu_lock_dir: Path = Path("/tmp")
     provider: str = "offline"
     model: str | None = None
     base_url: str | None = None
@@ -34,6 +42,21 @@ class Settings(BaseSettings):
         if v not in ("offline", "openai", "anthropic"):
             raise ValueError("KFORGE_PROVIDER must be offline, openai or anthropic")
         return v
+
+
+    @property
+    def db_url(self) -> str:
+        """Embedded default: a SQLite file in the data dir."""
+        return self.database_url or f"sqlite:///{self._data().resolve() / 'kforge.db'}"
+
+    @property
+    def queue_url(self) -> str:
+        """Embedded default: a broker in a SQLite file (Kombu's SQLAlchemy transport), no server."""
+        return self.broker_url or f"sqla+sqlite:///{self._data().resolve() / 'broker.db'}"
+
+    def _data(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return self.data_dir
 
 
 @lru_cache

@@ -51,6 +51,7 @@ class Search:
         traj.elapsed_s = self.budget.elapsed()
         if self.path is not None:
             traj.save(self.path)
+        self.on_event({"kind": "saved", "trajectory": traj})
 
     def _charge(self, traj: Trajectory, call: Completion | None, attempt: Attempt | None = None) -> None:
         if call is None:
@@ -62,6 +63,7 @@ class Search:
             attempt.cost_usd += call.cost_usd
 
     def _judge(self, traj: Trajectory, ctx: Context, attempt: Attempt) -> Verification:
+        self._save(traj)  # the code is kept even if this process dies while judging
         started = time.monotonic()
         v = self.verifier.verify(ctx, attempt.code, f"{attempt.id}.py")
         self._charge(traj, v.review_call, attempt)

@@ -1,0 +1,369 @@
+"""A small expression IR built from the reference's traced graph.
+
+The sandbox sends the fx graph of the reference as plain data (node names,
+targets, args, shapes). This module turns it into a DAG of ``Expr`` nodes with
+canonical op names, whatever spelling the reference used (``torch.relu``,
+``F.relu``, ``x.relu()``, ``nn.ReLU``; ``x / y``, ``torch.div``...). Scalars that
+parametrise an op (a leaky slope, an eps, clamp bounds) become ``const`` nodes,
+so the templates can later bind them to constructor arguments.
+
+The reference is never imported or run here: everything comes from the analysis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+REQUIRED = object()
+
+# canonical unary ops (tensor in, same-shape tensor out)
+UNARY = {"relu", "relu6", "sigmoid", "tanh", "silu", "mish", "hardsigmoid", "hardswish", "selu", "exp", "log",
+         "abs", "neg", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "erf", "identity", "gelu"}
+# unary ops with scalar parameters: name -> [(parameter, default)]
+PARAMETRIC: dict[str, list[tuple[str, Any]]] = {
+    "leaky_relu": [("negative_slope", 0.01)],
+    "elu": [("alpha", 1.0)],
+    "hardtanh": [("min_val", -1.0), ("max_val", 1.0)],
+    "clamp": [("min", None), ("max", None)],
+    "softplus": [("beta", 1.0), ("threshold", 20.0)],
+    "pow": [("exponent", REQUIRED)],
+}
+BINARY = {"add", "sub", "mul", "div", "maximum", "minimum"}
+ELEMENTWISE = UNARY | set(PARAMETRIC) | BINARY
+REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min"}
+ROW_OPS = {"softmax", "log_softmax", "layer_norm", "rms_norm"}
+MATMULS = {"matmul", "mm", "bmm", "linear", "addmm"}
+VIEWS = {"t", "transpose", "permute", "T", "mT"}
+
+ALIASES = {
+    "truediv": "div", "true_divide": "div", "divide": "div", "multiply": "mul", "subtract": "sub",
+    "negative": "neg", "clip": "clamp", "absolute": "abs", "special_expit": "sigmoid", "expit": "sigmoid",
+    "contiguous": "identity", "clone": "identity", "detach": "identity", "dropout": "dropout",
+    "pow_": "pow", "iadd": "add", "imul": "mul", "isub": "sub", "itruediv": "div",
+}
+# nn.Module classes -> (canonical op, attributes read from the module, with defaults when the
+# analysis does not report them)
+MODULES: dict[str, tuple[str, dict[str, Any]]] = {
+    "ReLU": ("relu", {}), "ReLU6": ("relu6", {}), "Sigmoid": ("sigmoid", {}), "Tanh": ("tanh", {}),
+    "SiLU": ("silu", {}), "Mish": ("mish", {}), "Hardsigmoid": ("hardsigmoid", {}), "Hardswish": ("hardswish", {}),
+    "SELU": ("selu", {}), "Identity": ("identity", {}), "GELU": ("gelu", {"approximate": "none"}),
+    "LeakyReLU": ("leaky_relu", {"negative_slope": 0.01}), "ELU": ("elu", {"alpha": 1.0}),
+    "Hardtanh": ("hardtanh", {"min_val": -1.0, "max_val": 1.0}), "Softplus": ("softplus", {"beta": 1.0,
+                                                                                          "threshold": 20.0}),
+    "Softmax": ("softmax", {"dim": None}), "LogSoftmax": ("log_softmax", {"dim": None}),
+    "LayerNorm": ("layer_norm", {"normalized_shape": None, "eps": 1e-5}),
+    "RMSNorm": ("rms_norm", {"normalized_shape": None, "eps": None}),
+    "Linear": ("linear", {}), "Dropout": ("dropout", {"p": 0.5}),
+}
+# attributes the analysis does not report for these modules: defaults are assumed
+ASSUMED_MODULE_ATTRS = {"ELU": "alpha", "Hardtanh": "min_val/max_val", "Softplus": "beta/threshold"}
+
+
+@dataclass(eq=False)
+class Expr:
+    """One node. kind: input | param | const | op | meta (a non-tensor value such as x.shape)."""
+
+    kind: str
+    name: str
+    op: str = ""
+    args: tuple[Expr, ...] = ()
+    attrs: dict[str, Any] = field(default_factory=dict)
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    value: Any = None
+    ref: str = ""       # forward argument name (input) or state_dict key (param)
+    index: int = -1     # position among the forward inputs
+    bind: tuple[int, ...] | None = None  # const only: path into the init inputs holding the value
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.kind in ("input", "param")
+
+    def walk(self) -> list[Expr]:
+        """Every node reachable from this one, operands before users, each once."""
+        seen: dict[int, Expr] = {}
+
+        def visit(e: Expr) -> None:
+            if id(e) in seen:
+                return
+            for a in e.args:
+                visit(a)
+            seen[id(e)] = e
+
+        visit(self)
+        return list(seen.values())
+
+
+def const(value: Any) -> Expr:
+    return Expr("const", "", value=value)
+
+
+@dataclass
+class Traced:
+    output: Expr | None
+    inputs: list[Expr]
+    params: dict[str, Expr]
+    problems: list[str]
+    assumed: list[str]
+
+
+class Unsupported(Exception):
+    """A node the IR cannot express; the message says which and why."""
+
+
+def build(analysis: dict[str, Any]) -> Traced:
+    """The reference's graph as an Expr DAG; problems list what could not be expressed."""
+    graph = analysis.get("graph") or []
+    params = analysis.get("parameters") or {}
+    env: dict[str, Expr] = {}
+    inputs: list[Expr] = []
+    leaves: dict[str, Expr] = {}
+    problems: list[str] = []
+    assumed: list[str] = []
+    output: Expr | None = None
+    for node in graph:
+        name, op = node["name"], node["op"]
+        shape = tuple(node["shape"]) if node.get("shape") is not None else None
+        try:
+            if op == "placeholder":
+                e = Expr("input", name, shape=shape, dtype=node.get("dtype"), ref=node["target"], index=len(inputs))
+                inputs.append(e)
+            elif op == "get_attr":
+                key = node["target"]
+                if key not in params:
+                    raise Unsupported(f"{name}: attribute {key!r} is not in the state_dict")
+                e = Expr("param", name, shape=tuple(params[key]["shape"]), dtype=params[key]["dtype"], ref=key)
+                leaves[key] = e
+            elif op == "output":
+                args = node["args"]
+                out = args[0] if args else None
+                if not isinstance(out, str) or out not in env:
+                    raise Unsupported("the reference returns several values or a non-tensor")
+                output = env[out]
+                continue
+            elif op == "call_module":
+                e = _module_node(node, env, params, leaves, assumed)
+            else:
+                e = _call_node(node, env)
+            e.shape = shape if e.shape is None else e.shape
+            e.dtype = node.get("dtype") if e.dtype is None else e.dtype
+            env[name] = e
+        except Unsupported as exc:
+            problems.append(str(exc))
+            env[name] = Expr("meta", name, op="unsupported", value=str(exc))
+    return Traced(output, inputs, leaves, problems, assumed)
+
+
+def _ref(env: dict[str, Expr], v: Any) -> Expr:
+    """An operand: a node name, or a literal that becomes a const."""
+    if isinstance(v, str) and v in env:
+        return env[v]
+    if isinstance(v, (int, float, bool)) or v is None:
+        return const(v)
+    raise Unsupported(f"operand {v!r} is neither a traced node nor a number")
+
+
+def _tensor(env: dict[str, Expr], v: Any, where: str) -> Expr:
+    e = _ref(env, v)
+    if e.kind == "meta":
+        raise Unsupported(f"{where}: operand {e.name} is not a tensor the IR understands ({e.value or e.op})")
+    return e
+
+
+def _arg(node: dict[str, Any], pos: int, key: str, default: Any) -> Any:
+    args, kwargs = node["args"], node["kwargs"]
+    if key in kwargs:
+        return kwargs[key]
+    return args[pos] if len(args) > pos else default
+
+
+def _scalar_params(node: dict[str, Any], env: dict[str, Expr], canon: str, first: int) -> list[Expr]:
+    out = []
+    for i, (key, default) in enumerate(PARAMETRIC[canon]):
+        v = _arg(node, first + i, key, default)
+        if v is REQUIRED:
+            raise Unsupported(f"{node['name']}: {canon} needs {key}")
+        e = _ref(env, v)
+        if e.kind != "const":
+            raise Unsupported(f"{node['name']}: {canon} with a tensor {key} is not supported")
+        out.append(e)
+    return out
+
+
+def _canonical(target: str) -> str:
+    t = ALIASES.get(target, target)
+    if t.endswith("_") and not t.startswith("_") and t[:-1] in ELEMENTWISE | {"clamp_min", "clamp_max"}:
+        t = t[:-1]  # in-place spellings (relu_, mul_) compute the same values
+    return t
+
+
+def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
+    name, target = node["name"], _canonical(node["target"])
+    args = node["args"]
+    if target == "getattr":
+        base = _ref(env, args[0])
+        attr = args[1]
+        if attr in ("T", "mT"):
+            return Expr("op", name, op="transpose", args=(base,), attrs={"dims": (-2, -1)})
+        if attr == "values" and base.op in ("max", "min"):
+            return Expr("op", name, op=base.op, args=base.args, attrs={**base.attrs, "values": True})
+        return Expr("meta", name, op=f"getattr.{attr}")
+    if target == "getitem":
+        base = _ref(env, args[0])
+        if base.kind == "op" and base.op in ("max", "min") and base.attrs.get("dim") is not None and args[1] == 0:
+            return Expr("op", name, op=base.op, args=base.args, attrs={**base.attrs, "values": True})
+        return Expr("meta", name, op="getitem")
+    if target in ("size", "dim", "numel"):
+        return Expr("meta", name, op=target)
+    if target in ("float", "to", "type_as", "half", "bfloat16", "double"):
+        return Expr("op", name, op="cast", args=(_tensor(env, args[0], name),))
+    if target == "dropout":
+        p = _arg(node, 1, "p", 0.5)
+        if p != 0 and _arg(node, 2, "training", True):
+            raise Unsupported(f"{name}: dropout with p={p} in training mode is random")
+        return Expr("op", name, op="identity", args=(_tensor(env, args[0], name),))
+    if target in ("clamp_min", "clamp_max"):
+        x = _tensor(env, args[0], name)
+        bound = _ref(env, _arg(node, 1, "min" if target == "clamp_min" else "max", None))
+        lo, hi = (bound, const(None)) if target == "clamp_min" else (const(None), bound)
+        return Expr("op", name, op="clamp", args=(x, lo, hi))
+    if target in UNARY:
+        attrs = {}
+        if target == "gelu":
+            attrs["approximate"] = node["kwargs"].get("approximate", "none")
+        return Expr("op", name, op=target, args=(_tensor(env, args[0], name),), attrs=attrs)
+    if target in PARAMETRIC:
+        x = _tensor(env, args[0], name)
+        return Expr("op", name, op=target, args=(x, *_scalar_params(node, env, target, 1)))
+    if target in ("max", "min") and len(args) > 1 and isinstance(args[1], str) and args[1] in env:
+        target = "maximum" if target == "max" else "minimum"
+    if target in BINARY or target == "rsub":
+        a, b = _ref(env, args[0]), _ref(env, _arg(node, 1, "other", None))
+        for e in (a, b):
+            if e.kind == "meta":
+                raise Unsupported(f"{name}: operand {e.name} is a size or other non-tensor value")
+        alpha = node["kwargs"].get("alpha")
+        if node["kwargs"].get("rounding_mode") is not None:
+            raise Unsupported(f"{name}: division with rounding_mode")
+        if target == "rsub":
+            a, b, target = b, a, "sub"
+            if alpha is not None:
+                raise Unsupported(f"{name}: rsub with alpha")
+        if alpha is not None and target in ("add", "sub"):
+            b = Expr("op", f"{name}_alpha", op="mul", args=(b, const(alpha)))
+        return Expr("op", name, op=target, args=(a, b))
+    if target in REDUCTIONS:
+        x = _tensor(env, args[0], name)
+        dim = _arg(node, 1, "dim", None)
+        if node["kwargs"].get("dtype") is not None:
+            raise Unsupported(f"{name}: {target} with a dtype argument")
+        if isinstance(dim, str):
+            raise Unsupported(f"{name}: {target} over a computed dim")
+        return Expr("op", name, op=target, args=(x,),
+                    attrs={"dim": dim, "keepdim": bool(_arg(node, 2, "keepdim", False)),
+                           "values": target in ("sum", "mean", "amax", "amin") or dim is None})
+    if target in ("softmax", "log_softmax"):
+        if node["kwargs"].get("dtype") is not None:
+            raise Unsupported(f"{name}: {target} with a dtype argument")
+        return Expr("op", name, op=target, args=(_tensor(env, args[0], name),),
+                    attrs={"dim": _arg(node, 1, "dim", None)})
+    if target in ("layer_norm", "rms_norm"):
+        return _norm_node(node, env, target)
+    if target in MATMULS:
+        return _matmul_node(node, env, target)
+    if target in ("t", "transpose", "permute"):
+        x = _tensor(env, args[0], name)
+        dims = (0, 1) if target == "t" else tuple(a for a in args[1:]) or tuple(node["kwargs"].values())
+        if target == "permute" and len(dims) == 1 and isinstance(dims[0], list):
+            dims = tuple(dims[0])
+        return Expr("op", name, op="t" if target == "t" else target, args=(x,), attrs={"dims": dims})
+    if target in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as"):
+        return Expr("op", name, op="view", args=(_tensor(env, args[0], name),))
+    raise Unsupported(f"{name}: {node['op']} {node['target']!r} has no offline template")
+
+
+def _norm_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr:
+    name = node["name"]
+    x = _tensor(env, node["args"][0], name)
+    shape = _arg(node, 1, "normalized_shape", None)
+    ndims = len(shape) if isinstance(shape, (list, tuple)) else 1 if isinstance(shape, int) else None
+    if ndims is None:
+        raise Unsupported(f"{name}: {target} with an unknown normalized_shape")
+    weight = _ref(env, _arg(node, 2, "weight", None))
+    if target == "layer_norm":
+        bias, eps = _ref(env, _arg(node, 3, "bias", None)), _ref(env, _arg(node, 4, "eps", 1e-5))
+    else:
+        bias, eps = const(None), _ref(env, _arg(node, 3, "eps", None))
+    return Expr("op", name, op=target, args=(x, weight, bias, eps), attrs={"ndims": ndims})
+
+
+def _matmul_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr:
+    name, args = node["name"], node["args"]
+    if target == "addmm":
+        bias, a, b = (_tensor(env, args[i], name) for i in range(3))
+        if node["kwargs"].get("beta", 1) != 1 or node["kwargs"].get("alpha", 1) != 1:
+            raise Unsupported(f"{name}: addmm with beta/alpha")
+        mm = Expr("op", f"{name}_mm", op="matmul", args=(a, b), shape=_shape(node), dtype=node.get("dtype"))
+        return Expr("op", name, op="add", args=(mm, bias))
+    if target == "linear":
+        x, w = _tensor(env, args[0], name), _tensor(env, _arg(node, 1, "weight", None), name)
+        bias = _ref(env, _arg(node, 2, "bias", None))
+        mm = Expr("op", f"{name}_mm", op="matmul", args=(x, _transposed(w)), shape=_shape(node),
+                  dtype=node.get("dtype"))
+        return mm if bias.kind == "const" else Expr("op", name, op="add", args=(mm, bias))
+    a, b = _tensor(env, args[0], name), _tensor(env, _arg(node, 1, "other", args[1] if len(args) > 1 else None), name)
+    return Expr("op", name, op="matmul", args=(a, b))
+
+
+def _shape(node: dict[str, Any]) -> tuple[int, ...] | None:
+    return tuple(node["shape"]) if node.get("shape") is not None else None
+
+
+def _transposed(w: Expr) -> Expr:
+    """nn.Linear's weight (out, in) read as (in, out)."""
+    shape = tuple(reversed(w.shape)) if w.shape else None
+    return Expr("op", f"{w.name}_t", op="t", args=(w,), attrs={"dims": (0, 1)}, shape=shape, dtype=w.dtype)
+
+
+def _module_node(node: dict[str, Any], env: dict[str, Expr], params: dict[str, Any], leaves: dict[str, Expr],
+                 assumed: list[str]) -> Expr:
+    cls, path, name = node["target"], node["module"], node["name"]
+    if cls not in MODULES:
+        raise Unsupported(f"{name}: module {path} ({cls}) has no offline template")
+    canon, defaults = MODULES[cls]
+    attrs = {**defaults, **{k: v for k, v in (node.get("attrs") or {}).items() if k in defaults}}
+    if cls in ASSUMED_MODULE_ATTRS:
+        assumed.append(f"{path} ({cls}): {ASSUMED_MODULE_ATTRS[cls]} not reported by the analysis, "
+                       "torch defaults assumed")
+    x = _tensor(env, node["args"][0], name)
+
+    def param(suffix: str) -> Expr:
+        key = f"{path}.{suffix}"
+        if key not in params:
+            return const(None)
+        leaves[key] = leaves.get(key) or Expr("param", key.replace(".", "_"), shape=tuple(params[key]["shape"]),
+                                              dtype=params[key]["dtype"], ref=key)
+        return leaves[key]
+
+    if canon == "linear":
+        w, b = param("weight"), param("bias")
+        if w.kind != "param":
+            raise Unsupported(f"{name}: {path}.weight is not in the state_dict")
+        mm = Expr("op", f"{name}_mm", op="matmul", args=(x, _transposed(w)), shape=_shape(node),
+                  dtype=node.get("dtype"))
+        return mm if b.kind == "const" else Expr("op", name, op="add", args=(mm, b))
+    if canon == "dropout":
+        if attrs["p"] != 0:
+            raise Unsupported(f"{name}: {path} is a Dropout with p={attrs['p']} (random in training mode)")
+        return Expr("op", name, op="identity", args=(x,))
+    if canon in ("layer_norm", "rms_norm"):
+        shape = attrs["normalized_shape"]
+        ndims = len(shape) if isinstance(shape, (list, tuple)) else 1
+        eps = const(attrs["eps"])
+        return Expr("op", name, op=canon, args=(x, param("weight"), param("bias"), eps), attrs={"ndims": ndims})
+    if canon in ("softmax", "log_softmax"):
+        return Expr("op", name, op=canon, args=(x,), attrs={"dim": attrs["dim"]})
+    if canon in PARAMETRIC:
+        return Expr("op", name, op=canon, args=(x, *(const(attrs[k]) for k, _ in PARAMETRIC[canon])))
+    return Expr("op", name, op=canon, args=(x,), attrs={"approximate": attrs["approximate"]} if canon == "gelu" else {})

@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy 2 typed models; schema changes go through migrations/."""

@@ -1,0 +1,46 @@
+"""Engines and sessions. One engine per database URL per process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+
+@lru_cache
+def engine_for(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        eng = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(eng, "connect")
+        def _sqlite_pragmas(conn, _record):  # several processes share the file
+            cur = conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        return eng
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+@lru_cache
+def session_factory(url: str) -> sessionmaker[Session]:
+    return sessionmaker(engine_for(url), expire_on_commit=False)
+
+
+@contextmanager
+def transaction(url: str) -> Iterator[Session]:
+    """One owner per transaction: commit on success, roll back on error."""
+    session = session_factory(url)()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
