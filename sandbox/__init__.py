@@ -1,14 +1,25 @@
 """The judge: problem loading, sandboxed runners, checks and timing.
 
-Public interface (what agents/ and app/ import):
+Exports are resolved lazily, so that ``python -m sandbox.runner.zygote``
+(code that runs inside the sandbox) does not import the judge, or torch,
+before it has isolated itself.
 """
 
 from __future__ import annotations
 
-from .errors import JudgeError, ProblemError
-from .judge import EvalOptions, Judge, evaluate_files
-from .problem import Problem, list_problems, load_problem
-from .result import EvalResult, error_json
+from importlib import import_module
+from typing import Any
 
-__all__ = ["EvalOptions", "EvalResult", "Judge", "JudgeError", "Problem", "ProblemError", "error_json",
-           "evaluate_files", "list_problems", "load_problem"]
+_EXPORTS = {
+    "EvalOptions": "judge", "Judge": "judge", "evaluate_files": "judge",
+    "EvalResult": "result", "error_json": "result",
+    "JudgeError": "errors", "ProblemError": "errors",
+    "Problem": "problem", "list_problems": "problem", "load_problem": "problem",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'sandbox' has no attribute {name!r}")
+    return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)

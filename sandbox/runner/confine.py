@@ -210,13 +210,13 @@ def _reap_children() -> None:
 
 
 def private_rss_of_uid_mb(uid: int) -> float:
-    """Resident memory of the uid's processes, less pages shared with the runner."""
-    total = 0
+    """Proportional set size of the uid's processes: pages shared copy-on-write
+    with the runner (or between forks) count once in total, not once per fork."""
+    total_kb = 0
     for pid in processes_of_uid(uid):
         try:
-            with open(f"/proc/{pid}/statm") as f:
-                fields = f.read().split()
-            total += int(fields[1]) - int(fields[2])
-        except (OSError, IndexError, ValueError):
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total_kb += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration, ValueError, IndexError):
             continue
-    return total * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+    return total_kb / 1024

@@ -129,12 +129,19 @@ class Runner:
         buf = bytearray()
         reason = None
         baseline = None
+        status = None
         os.set_blocking(fd, False)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                reason = "timeout"
+                reason = None if status is not None else "timeout"
                 break
+            if status is None:
+                reaped, st = os.waitpid(pid, os.WNOHANG)
+                if reaped:
+                    # The child is gone; a process it left behind may still hold
+                    # the pipe open, so drain briefly rather than wait for EOF.
+                    status, deadline = st, min(deadline, time.monotonic() + 0.5)
             ready, _, _ = select.select([fd], [], [], min(0.05, remaining))
             if unique:
                 rss = confine.private_rss_of_uid_mb(uid)
@@ -170,7 +177,8 @@ class Runner:
                 os.killpg(pid, 9)
             except OSError:
                 pass
-        _, status = os.waitpid(pid, 0)
+        if status is None:
+            _, status = os.waitpid(pid, 0)
         return {
             "kind": "exit", "reason": reason, "elapsed": time.monotonic() - started,
             "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
