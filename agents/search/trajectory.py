@@ -77,12 +77,19 @@ class Trajectory:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".traj-")
         with os.fdopen(fd, "w") as f:
-            json.dump(asdict(self), f, indent=1)
+            json.dump(self.to_dict(), f, indent=1)
         os.replace(tmp, path)
 
     @classmethod
     def load(cls, path: str | Path) -> Trajectory:
-        data = json.loads(Path(path).read_text())
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trajectory:
+        data = dict(data)
         rounds = [Round(index=r["index"], plan=r["plan"], replanned=r.get("replanned", False),
                         attempts=[Attempt(**a) for a in r["attempts"]]) for r in data.pop("rounds")]
         return cls(rounds=rounds, **data)

@@ -1,0 +1,1 @@
+"""The REST API (FastAPI), under /v1."""

@@ -1,0 +1,1 @@
+"""Route modules; handlers stay a few lines, logic lives in app/services."""

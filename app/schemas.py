@@ -1,0 +1,109 @@
+"""Request and response bodies of the REST API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+MAX_SOURCE = 200_000
+
+
+class JobCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"reference": "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                      "        return torch.relu(x)\n\nn = 4096\n\ndef get_inputs():\n    return [torch.randn(n)]\n\n"
+                      "def get_init_inputs():\n    return []\n", "max_rounds": 2},
+        {"problem": "level1/1_relu_scale", "provider": "openai", "model": "gpt-4.1", "gpu_kind": "h100"}]})
+
+    reference: str | None = Field(None, max_length=MAX_SOURCE, description="Reference source (KernelBench format).")
+    problem: str | None = Field(None, max_length=200, description="A bundled problem, e.g. level1/1_relu_scale.")
+    name: str | None = Field(None, max_length=200, description="Display name; defaults to the problem's.")
+    backend: Literal["triton", "cuda"] = "triton"
+    gpu_kind: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$", description="Routes to queue gpu-<kind>.")
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    provider: Literal["offline", "openai", "anthropic"] = "offline"
+    model: str | None = Field(None, max_length=100)
+    base_url: str | None = Field(None, max_length=500)
+    max_rounds: int = Field(3, ge=0, le=50)
+    candidates_per_round: int = Field(2, ge=1, le=16)
+    max_repairs: int = Field(2, ge=0, le=10)
+    max_cost_usd: float | None = Field(None, gt=0)
+    max_tokens: int | None = Field(None, gt=0)
+    max_wall_s: float | None = Field(None, gt=0)
+    target_speedup: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def one_source(self) -> JobCreate:
+        if (self.reference is None) == (self.problem is None):
+            raise ValueError("give exactly one of `reference` (source) or `problem` (a bundled problem name)")
+        return self
+
+
+class EvaluateCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reference: str = Field(max_length=MAX_SOURCE)
+    candidate: str = Field(max_length=MAX_SOURCE)
+    gpu_kind: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$")
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    wait_s: float = Field(0, ge=0, le=600, description="Wait up to this long for the verdict.")
+
+
+class CandidateOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    attempt_id: str
+    round: int
+    strategy: str
+    source: str
+    parent_id: str | None
+    repair_of: str | None
+    verdict: str
+    reasons: list[str]
+    checks: dict[str, str]
+    speedup: float | None
+    timing: dict[str, Any]
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    elapsed_s: float
+
+
+class JobOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    kind: str
+    status: str
+    problem_name: str
+    backend: str
+    gpu_kind: str | None
+    queue: str
+    provider: str
+    model: str | None
+    owner: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    best_speedup: float | None
+    best_attempt_id: str | None
+    error: str | None
+    runs: int
+    candidates_count: int = 0
+
+
+class JobDetail(JobOut):
+    config: dict[str, Any]
+    rounds: list[dict[str, Any]]
+    result: dict[str, Any] | None
+    usage: dict[str, float] | None
+    strategies_used: list[dict[str, Any]] = []
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    total: int
+    limit: int
+    offset: int

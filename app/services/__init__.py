@@ -1,0 +1,1 @@
+"""Business logic; functions take a Session and flush, the caller commits."""

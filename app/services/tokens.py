@@ -1,0 +1,45 @@
+"""API tokens: random, shown once, stored as SHA-256 hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..db.base import utcnow
+from ..db.models import ApiToken, User
+from ..errors import NotAuthenticated
+
+PREFIX = "kf_"
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_token(session: Session, user_name: str, token_name: str | None = None,
+                 admin: bool = False) -> tuple[User, str]:
+    """Creates the user on first use; returns the plain token (never stored)."""
+    user = session.scalar(select(User).where(User.name == user_name))
+    if user is None:
+        user = User(name=user_name, is_admin=admin)
+        session.add(user)
+        session.flush()
+    elif admin and not user.is_admin:
+        user.is_admin = True
+    token = PREFIX + secrets.token_urlsafe(32)
+    session.add(ApiToken(user_id=user.id, name=token_name or user_name, token_hash=hash_token(token),
+                         prefix=token[:10]))
+    session.flush()
+    return user, token
+
+
+def authenticate(session: Session, token: str) -> User:
+    row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token),
+                                                ApiToken.revoked_at.is_(None)))
+    if row is None:
+        raise NotAuthenticated("invalid or revoked API token")
+    row.last_used_at = utcnow()
+    return row.user

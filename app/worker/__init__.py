@@ -1,0 +1,1 @@
+"""Celery app, tasks and the job runner the tasks call."""

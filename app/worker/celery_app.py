@@ -1,0 +1,37 @@
+"""The Celery application: named queues (one per GPU kind, plus "cpu"), late
+acks, redelivery when a worker is lost, one message in flight per worker."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from celery import Celery
+
+from ..settings import get_settings
+
+
+@lru_cache
+def celery_app() -> Celery:
+    settings = get_settings()
+    app = Celery("kforge", broker=settings.queue_url, include=["app.worker.tasks"])
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        task_default_queue="cpu",
+        task_serializer="json",
+        accept_content=["json"],
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        # Kombu's SQLAlchemy transport hands its options to create_engine: Redis only.
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s}
+        if settings.queue_url.startswith(("redis", "rediss")) else {},
+        worker_hijack_root_logger=False,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+    )
+    return app
+
+
+def enqueue(job_id: str, queue: str) -> None:
+    celery_app().send_task("kforge.run_job", args=[job_id], queue=queue)

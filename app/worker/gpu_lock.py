@@ -1,0 +1,32 @@
+"""Only one timing at a time per GPU: an exclusive file lock per device
+around every evaluation, shared by all worker processes on the host."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from typing import Any
+
+
+class LockedEvaluator:
+    """Wraps the judge; evaluate() holds the device's lock (analyze does not time)."""
+
+    def __init__(self, judge: Any, lock_dir: Path, device_key: str) -> None:
+        self.judge = judge
+        self.path = lock_dir / f"kforge-gpu-{device_key}.lock"
+
+    def analyze(self, *args: Any, **kwargs: Any) -> Any:
+        return self.judge.analyze(*args, **kwargs)
+
+    def evaluate(self, *args: Any, **kwargs: Any) -> Any:
+        with open(self.path, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                return self.judge.evaluate(*args, **kwargs)
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def device_key() -> str:
+    return os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"

@@ -1,0 +1,69 @@
+"""Celery tasks: thin wrappers that take ids and call plain functions.
+
+No retry on programming errors; database and broker hiccups retry with
+exponential back-off. A reaper thread in every worker re-enqueues jobs whose
+worker died (stale heartbeat) and queued jobs whose message was lost (a
+broker restart); the lease in ``runner.claim`` makes duplicates harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import timedelta
+
+from celery.signals import worker_ready
+from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
+
+from ..db.base import utcnow
+from ..db.models import Job
+from ..db.session import transaction
+from ..settings import get_settings
+from .celery_app import celery_app, enqueue
+from .runner import execute_job
+
+log = logging.getLogger("kforge.worker")
+app = celery_app()
+
+
+@app.task(name="kforge.run_job", bind=True, autoretry_for=(OperationalError,), retry_backoff=2,
+          retry_backoff_max=60, max_retries=8, acks_late=True)
+def run_job(self, job_id: str) -> str:  # noqa: ANN001  (Celery's bound task)
+    return execute_job(job_id)
+
+
+def reap_once(requeue_after_s: float | None = None) -> list[str]:
+    """Re-enqueue stale running jobs and long-queued ones; returns their ids."""
+    settings = get_settings()
+    now = utcnow()
+    stale = now - timedelta(seconds=settings.stale_after_s)
+    waiting = now - timedelta(seconds=requeue_after_s or max(settings.stale_after_s, 30.0))
+    with transaction(settings.db_url) as s:
+        rows = s.execute(select(Job.id, Job.queue, Job.status).where(
+            ((Job.status == "running") & (Job.heartbeat_at < stale))
+            | ((Job.status == "queued") & ((Job.heartbeat_at.is_(None) & (Job.created_at < waiting))
+                                            | (Job.heartbeat_at < waiting))))).all()
+        for job_id, _, status in rows:
+            if status == "queued":  # heartbeat of a queued job = when it was last enqueued
+                s.execute(update(Job).where(Job.id == job_id).values(heartbeat_at=now))
+    for job_id, queue, _ in rows:
+        enqueue(job_id, queue)
+    return [r[0] for r in rows]
+
+
+def _reaper(every_s: float) -> None:
+    while True:
+        try:
+            found = reap_once()
+            if found:
+                log.info("re-enqueued %d job(s): %s", len(found), ", ".join(found))
+        except Exception:
+            log.warning("reaper pass failed", exc_info=True)
+        threading.Event().wait(every_s)
+
+
+@worker_ready.connect
+def start_reaper(**_: object) -> None:
+    every = max(2.0, get_settings().stale_after_s / 3)
+    threading.Thread(target=_reaper, args=(every,), daemon=True, name="kforge-reaper").start()
