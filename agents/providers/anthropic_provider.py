@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import anthropic
+from anthropic.types import Message as AnthropicMessage
 
 from agents.providers.base import Completion, Message, ProviderConfigError
 from agents.providers.calls import RawReply, check_messages, run_call
-from agents.providers.errors import failure_from_sdk, fatal_error
+from agents.providers.errors import failure_from_sdk, fatal_error, unexpected_reply
 from agents.providers.pricing import parse_prices
 from agents.providers.retry import RetryPolicy
 
@@ -83,6 +84,7 @@ class AnthropicProvider:
                 status_error=anthropic.APIStatusError,
                 connection_error=anthropic.APIConnectionError,
                 timeout_error=anthropic.APITimeoutError,
+                sdk_error=anthropic.AnthropicError,
                 secrets=(self._key,),
             ),
             fatal=functools.partial(
@@ -94,6 +96,8 @@ class AnthropicProvider:
 
     def _send(self, request: dict[str, Any]) -> RawReply:
         response = self._client.messages.create(**request)
+        if not isinstance(response, AnthropicMessage):  # the SDK hands back non-JSON bodies as text
+            raise unexpected_reply(self.name, self.base_url, "a message")
         text = "".join(block.text for block in response.content if block.type == "text")
         return RawReply(
             text=text,

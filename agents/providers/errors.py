@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from agents.providers.base import ProviderError
 from agents.providers.retry import Failure, parse_retry_after
@@ -31,12 +32,12 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
 
 def _server_message(body: Any) -> str | None:
     """The human message in an error body: OpenAI's {"message"} or Anthropic's {"error": {"message"}}."""
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return inner["message"]
-        if isinstance(body.get("message"), str):
-            return body["message"]
+    if not isinstance(body, dict):
+        return None
+    for source in (body.get("error"), body):
+        message = source.get("message") if isinstance(source, dict) else None
+        if isinstance(message, str):
+            return message
     return None
 
 
@@ -46,9 +47,10 @@ def failure_from_sdk(
     status_error: type[Exception],
     connection_error: type[Exception],
     timeout_error: type[Exception],
+    sdk_error: type[Exception],
     secrets: Iterable[str | None] = (),
 ) -> Failure | None:
-    """Describe an SDK exception as a Failure, or None if it is not an API failure (a bug)."""
+    """Describe an SDK exception as a Failure, or None if it did not come from the SDK (a bug)."""
     if isinstance(exc, status_error):
         response = getattr(exc, "response", None)
         headers = dict(response.headers) if response is not None else {}
@@ -59,6 +61,8 @@ def failure_from_sdk(
         return Failure(None, "timed out")
     if isinstance(exc, connection_error):
         return Failure(None, "connection error")
+    if isinstance(exc, sdk_error):  # e.g. a reply the SDK could not validate
+        return Failure(getattr(exc, "status_code", None), redact(str(exc), secrets)[:_MAX_DETAIL], final=True)
     return None
 
 
@@ -76,7 +80,10 @@ def fatal_error(failure: Failure, *, provider: str, model: str, key_hint: str | 
     (partly masked) key tends to appear.
     """
     code = failure.status_code
-    template = _FATAL_WORDING.get(code or 0, "request rejected by provider {provider} (HTTP {code})")
+    if code is None:
+        template = "unexpected reply from provider {provider}"
+    else:
+        template = _FATAL_WORDING.get(code, "request rejected by provider {provider} (HTTP {code})")
     message = template.format(provider=provider, model=model, code=code)
     if code in (401, 403):
         if key_hint:
@@ -84,3 +91,20 @@ def fatal_error(failure: Failure, *, provider: str, model: str, key_hint: str | 
     elif failure.detail:
         message += f": {failure.detail}"
     return ProviderError(message, provider=provider, status_code=code)
+
+
+def unexpected_reply(provider: str, base_url: str | None, expected: str) -> ProviderError:
+    """A 200 that is not what the API returns: usually a base URL that points at something else."""
+    where = f" at {_without_credentials(base_url)}" if base_url else ""
+    return ProviderError(
+        f"unexpected reply from provider {provider}{where}: not {expected}; check the base URL",
+        provider=provider,
+    )
+
+
+def _without_credentials(url: str) -> str:
+    """`url` without user:password@ and query string, either of which may hold a secret."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc, query="").geturl()

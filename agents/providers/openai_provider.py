@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from agents.providers.base import Completion, Message, ProviderConfigError
 from agents.providers.calls import RawReply, check_messages, run_call
-from agents.providers.errors import failure_from_sdk, fatal_error
+from agents.providers.errors import failure_from_sdk, fatal_error, unexpected_reply
 from agents.providers.pricing import parse_prices
 from agents.providers.retry import RetryPolicy
 
@@ -60,9 +61,7 @@ class OpenAIProvider:
         self._key = key
         self._prices = parse_prices(prices) if prices else None
         self._policy = RetryPolicy(max_retries, base_delay_s, max_delay_s, max_retry_after_s)
-        self._client = openai.OpenAI(
-            api_key=key or PLACEHOLDER_KEY, base_url=base_url, timeout=timeout, max_retries=0
-        )
+        self._client = openai.OpenAI(api_key=key or PLACEHOLDER_KEY, base_url=base_url, timeout=timeout, max_retries=0)
         # Compatible servers know the older parameter names best.
         if official_api is None:
             official_api = base_url is None or "api.openai.com" in base_url
@@ -97,6 +96,7 @@ class OpenAIProvider:
                 status_error=openai.APIStatusError,
                 connection_error=openai.APIConnectionError,
                 timeout_error=openai.APITimeoutError,
+                sdk_error=openai.OpenAIError,
                 secrets=(self._key,),
             ),
             fatal=functools.partial(
@@ -108,6 +108,8 @@ class OpenAIProvider:
 
     def _send(self, request: dict[str, Any]) -> RawReply:
         response = self._client.chat.completions.create(**request)
+        if not isinstance(response, ChatCompletion):  # the SDK hands back non-JSON bodies as text
+            raise unexpected_reply(self.name, self.base_url, "a chat completion")
         text = (response.choices[0].message.content or "") if response.choices else ""
         usage = response.usage
         return RawReply(

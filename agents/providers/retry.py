@@ -44,11 +44,13 @@ class Failure:
     """HTTP status, or None when no response came back."""
     detail: str
     retry_after_s: float | None = None
+    final: bool = False
+    """Retrying cannot help even without a status, e.g. a reply the SDK could not make sense of."""
 
     @property
     def transient(self) -> bool:
         code = self.status_code
-        return code is None or code in (408, 429) or code >= 500
+        return not self.final and (code is None or code in (408, 429) or code >= 500)
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -78,7 +80,7 @@ def backoff_delay(policy: RetryPolicy, retry: int, retry_after_s: float | None, 
     """
     if retry_after_s is not None:
         return min(retry_after_s, policy.max_retry_after_s)
-    ceiling = min(policy.max_delay_s, policy.base_delay_s * 2**retry)
+    ceiling = min(policy.max_delay_s, policy.base_delay_s * 2.0**retry)
     return ceiling / 2 + rng.uniform(0, ceiling / 2)
 
 
@@ -110,12 +112,11 @@ def call_with_retry(
             if failure is None:
                 raise
             if not failure.transient:
-                log.warning("%s %s: HTTP %s, not retried", provider, model, failure.status_code)
+                log.warning("%s %s: %s, not retried", provider, model, _describe(failure))
                 raise fatal(failure) from None
             if attempts > policy.max_retries:
-                last = f"HTTP {failure.status_code}" if failure.status_code is not None else failure.detail
                 raise ProviderUnavailable(
-                    f"provider {provider} unavailable after {attempts} attempt(s) (last: {last})",
+                    f"provider {provider} unavailable after {attempts} attempt(s) (last: {_describe(failure)})",
                     provider=provider,
                     status_code=failure.status_code,
                     attempts=attempts,
@@ -125,9 +126,14 @@ def call_with_retry(
                 "%s %s: %s, retry %d of %d in %.2f s",
                 provider,
                 model,
-                f"HTTP {failure.status_code}" if failure.status_code is not None else failure.detail,
+                _describe(failure),
                 attempts,
                 policy.max_retries,
                 delay,
             )
             sleep(delay)
+
+
+def _describe(failure: Failure) -> str:
+    """Short and secret-free: the status when there is one, else what happened."""
+    return f"HTTP {failure.status_code}" if failure.status_code is not None else failure.detail

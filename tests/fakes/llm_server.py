@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import signal
 import sys
@@ -39,9 +40,11 @@ _ROUTES: dict[str, Api] = {"/v1/chat/completions": "openai", "/v1/messages": "an
 class FakeLLMServer:
     """Serves scripted replies on 127.0.0.1 from a background thread and records every request.
 
-    A reply comes from the endpoint's own queue, else the shared queue, else
-    `responder(request)`; with none of these the request gets a 400 saying the
-    script ran out, which the providers do not retry, so a short script fails fast.
+    Replies form one FIFO script; each entry is for any endpoint or for one
+    ("openai" / "anthropic"), and a request takes the oldest entry it may take.
+    With none left it asks `responder(request)`; without one it answers 400
+    ("no scripted reply left"), which providers do not retry, so a short
+    script fails fast.
     """
 
     def __init__(
@@ -55,12 +58,12 @@ class FakeLLMServer:
         on_request: Callable[[RecordedRequest], None] | None = None,
     ) -> None:
         self.responder = responder
+        self._host = host
         self.models = models
         self._on_request = on_request
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._queues: dict[Api | None, collections.deque[Reply]] = {None: collections.deque(replies)}
-        self._queues.update({api: collections.deque() for api in APIS})
+        self._script: collections.deque[tuple[Api | None, Reply]] = collections.deque((None, r) for r in replies)
         self._requests: list[RecordedRequest] = []
         self._httpd = _Server((host, port), _Handler)
         self._httpd.fake = self
@@ -69,14 +72,16 @@ class FakeLLMServer:
     # -- scripting and inspection ------------------------------------------------
 
     def queue(self, *replies: Reply, api: Api | None = None) -> None:
-        """Append replies to the shared queue, or to one endpoint's queue ("openai" / "anthropic")."""
+        """Append replies to the script, for any endpoint or only for `api` ("openai" / "anthropic")."""
+        if api is not None and api not in APIS:
+            raise ValueError(f"api must be one of {APIS} or None, not {api!r}")
         with self._lock:
-            self._queues[api].extend(replies)
+            self._script.extend((api, reply) for reply in replies)
 
     def pending(self) -> int:
         """Scripted replies not yet served."""
         with self._lock:
-            return sum(len(q) for q in self._queues.values())
+            return len(self._script)
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -91,11 +96,11 @@ class FakeLLMServer:
 
     @property
     def port(self) -> int:
-        return self._httpd.server_address[1]
+        return int(self._httpd.server_address[1])
 
     @property
     def url(self) -> str:
-        return f"http://{self._httpd.server_address[0]}:{self.port}"
+        return f"http://{self._host}:{self.port}"
 
     @property
     def openai_base_url(self) -> str:
@@ -110,7 +115,9 @@ class FakeLLMServer:
     # -- lifecycle ---------------------------------------------------------------
 
     def start(self) -> FakeLLMServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-llm", daemon=True)
+        # A short poll interval makes stop() quick; tests start and stop many servers.
+        serve = functools.partial(self._httpd.serve_forever, poll_interval=0.02)
+        self._thread = threading.Thread(target=serve, name="fake-llm", daemon=True)
         self._thread.start()
         return self
 
@@ -137,9 +144,10 @@ class FakeLLMServer:
 
     def _next_reply(self, request: RecordedRequest) -> Reply | None:
         with self._lock:
-            for key in (request.api, None):
-                if self._queues[key]:
-                    return self._queues[key].popleft()
+            for index, (api, reply) in enumerate(self._script):
+                if api is None or api == request.api:
+                    del self._script[index]
+                    return reply
         return self.responder(request) if self.responder is not None else None
 
     def _wait(self, seconds: float) -> None:
@@ -187,6 +195,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.delay_s > 0:
             fake._wait(reply.delay_s)
+        if reply.raw is not None:
+            self._send_bytes(reply.status, reply.raw.encode(), "text/html", reply.headers)
+            return
         if reply.status == 200:
             payload = success_body(api, reply, request)
         else:
@@ -194,10 +205,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(reply.status, payload, reply.headers)
 
     def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
+
+    def _send_bytes(self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None) -> None:
         try:
             self.send_response(status)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(data)))
             for name, value in (headers or {}).items():
                 self.send_header(name, value)

@@ -35,6 +35,8 @@ class Reply:
     """Token counts to report; by default a word count of prompt and text."""
     error_type: str | None = None
     """Vendor error type for an error status; by default the one the vendor uses for that status."""
+    raw: str | None = None
+    """Send this body verbatim as text/html instead of the vendor's JSON (a server that is not an LLM API)."""
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Reply:
