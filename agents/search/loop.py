@@ -109,14 +109,22 @@ class Search:
                 self._judge(traj, ctx, attempt)
 
     def _offline_round(self, traj: Trajectory, ctx: Context, analysis: dict[str, Any]) -> None:
-        if self.offline is None or self.config.offline_starters <= 0 or any(r.index == 0 for r in traj.rounds):
+        if self.offline is None or self.config.offline_starters <= 0:
             return
-        round_ = Round(index=0)
-        traj.rounds.append(round_)
+        round_ = next((r for r in traj.rounds if r.index == 0), None)
+        if round_ is not None and len(round_.attempts) >= len(round_.plan):
+            return
+        if round_ is None:
+            round_ = Round(index=0)
+            traj.rounds.insert(0, round_)
+        # Proposals are deterministic, so a resumed round judges exactly the ones it had not reached.
         proposals = self.offline.propose(analysis, self.config.offline_starters)
         round_.plan = [{"title": f"offline: {p.family} {p.params}", "rationale": p.note} for p in proposals]
         self.on_event({"kind": "round", "index": 0, "plan": round_.plan})
+        done = {a.id for a in round_.attempts}
         for n, proposal in enumerate(proposals):
+            if f"r0-c{n}" in done:
+                continue
             self.budget.check(traj.usage, len(traj.attempts()))
             attempt = Attempt(id=f"r0-c{n}", round=0, strategy=f"offline: {proposal.family} {proposal.params}",
                               code=proposal.source, source="offline")
@@ -129,6 +137,8 @@ class Search:
         queue: list[dict[str, Any]] = []
         stagnant, best_before = 0, _score(traj.best())
         done = len([r for r in traj.rounds if r.index > 0])
+        if done:
+            self._complete_round(traj, ctx, traj.rounds[-1])
         for index in range(done + 1, self.config.max_rounds + 1):
             self.budget.check(traj.usage, len(traj.attempts()))
             round_ = Round(index=index)
@@ -150,14 +160,23 @@ class Search:
             stagnant = 0 if best_now > best_before else stagnant + 1
             best_before = max(best_now, best_before)
 
-    def _llm_round(self, traj: Trajectory, ctx: Context, round_: Round, picked: list[dict[str, Any]]) -> None:
+    def _complete_round(self, traj: Trajectory, ctx: Context, round_: Round) -> None:
+        """A resumed search first writes the candidates its last round had not reached."""
+        started = {int(a.id.split("-c")[1].split("-")[0]) for a in round_.attempts}
+        missing = [n for n in range(len(round_.plan)) if n not in started]
+        if missing:
+            self._llm_round(traj, ctx, round_, round_.plan, only=missing)
+
+    def _llm_round(self, traj: Trajectory, ctx: Context, round_: Round, picked: list[dict[str, Any]],
+                   only: list[int] | None = None) -> None:
         parent = traj.best()
         self.budget.check(traj.usage, len(traj.attempts()))
+        todo = [n for n in range(len(picked)) if only is None or n in only]
         # Model calls run in parallel; the judge runs one candidate at a time.
         with ThreadPoolExecutor(max_workers=max(1, self.config.parallel)) as pool:
-            drafts = list(pool.map(lambda s: self.coder.write(ctx, s, parent.code if parent else None), picked))
-        for n, (strategy, draft) in enumerate(zip(picked, drafts)):
-            self._attempt_with_repairs(traj, ctx, round_, n, strategy, draft, parent)
+            drafts = list(pool.map(lambda n: self.coder.write(ctx, picked[n], parent.code if parent else None), todo))
+        for n, draft in zip(todo, drafts):
+            self._attempt_with_repairs(traj, ctx, round_, n, picked[n], draft, parent)
 
     def _attempt_with_repairs(self, traj: Trajectory, ctx: Context, round_: Round, n: int,
                               strategy: dict[str, Any], draft: Draft, parent: Attempt | None) -> None:
