@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload, selectinload
 
 from ..db.base import utcnow
 from ..db.models import Candidate, Job, User
@@ -64,8 +64,9 @@ def create_evaluation(session: Session, owner: User, spec: EvaluateCreate) -> Jo
     return job
 
 
-def visible_job(session: Session, user: User, job_id: str) -> Job:
-    job = session.get(Job, job_id)
+def visible_job(session: Session, user: User, job_id: str, detail: bool = False) -> Job:
+    opts = [joinedload(Job.owner)] + ([selectinload(Job.candidates)] if detail else [])
+    job = session.get(Job, job_id, options=opts)
     # Another owner's job is reported as missing, not forbidden: ids leak nothing.
     if job is None or (job.owner_id != user.id and not user.is_admin):
         raise NotFound(f"no job {job_id}")
@@ -74,7 +75,7 @@ def visible_job(session: Session, user: User, job_id: str) -> Job:
 
 def list_jobs(session: Session, user: User, status: str | None, kind: str | None, limit: int, offset: int,
               owner: str | None = None) -> tuple[list[Job], int]:
-    query = select(Job)
+    query = select(Job).options(joinedload(Job.owner))
     if not user.is_admin:
         query = query.where(Job.owner_id == user.id)
     elif owner:
@@ -86,6 +87,14 @@ def list_jobs(session: Session, user: User, status: str | None, kind: str | None
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     rows = session.scalars(query.order_by(Job.created_at.desc(), Job.id).limit(limit).offset(offset)).all()
     return list(rows), total
+
+
+def candidate_counts(session: Session, job_ids: list[str]) -> dict[str, int]:
+    if not job_ids:
+        return {}
+    rows = session.execute(select(Candidate.job_id, func.count()).where(Candidate.job_id.in_(job_ids))
+                           .group_by(Candidate.job_id))
+    return {job_id: n for job_id, n in rows}
 
 
 def cancel_job(session: Session, user: User, job_id: str) -> Job:
@@ -111,8 +120,7 @@ def best_code(session: Session, user: User, job_id: str) -> tuple[str, Candidate
 
 
 def job_out(job: Job, count: int | None = None) -> dict[str, Any]:
-    data = JobOut.model_validate(job, from_attributes=True).model_dump() if False else {
-        f: getattr(job, f) for f in JobOut.model_fields if f not in ("owner", "candidates_count")}
+    data = {f: getattr(job, f) for f in JobOut.model_fields if f not in ("owner", "candidates_count")}
     data["owner"] = job.owner.name
     data["candidates_count"] = count if count is not None else len(job.candidates)
     return data

@@ -29,12 +29,14 @@ def list_(session: SessionDep, user: CurrentUser, status_: Annotated[Status | No
           kind: Literal["optimize", "evaluate"] | None = None, owner: str | None = None,
           limit: Annotated[int, Query(ge=1, le=200)] = 50, offset: Annotated[int, Query(ge=0)] = 0) -> dict:
     rows, total = svc.list_jobs(session, user, status_, kind, limit, offset, owner)
-    return {"items": [svc.job_out(j, None) for j in rows], "total": total, "limit": limit, "offset": offset}
+    counts = svc.candidate_counts(session, [j.id for j in rows])
+    return {"items": [svc.job_out(j, counts.get(j.id, 0)) for j in rows], "total": total, "limit": limit,
+            "offset": offset}
 
 
 @router.get("/{job_id}", response_model=JobDetail, summary="A job with its rounds and candidates")
 def get(job_id: str, session: SessionDep, user: CurrentUser) -> dict:
-    return svc.job_detail(svc.visible_job(session, user, job_id))
+    return svc.job_detail(svc.visible_job(session, user, job_id, detail=True))
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut, summary="Cancel a queued or running job")
