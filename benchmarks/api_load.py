@@ -93,7 +93,7 @@ def main() -> None:
             reads = list(pool.map(read, range(args.reads)))
         read_wall = time.perf_counter() - t0
         lat = [s for s, _ in subs]
-        print(f"| backend | clients | submissions/s | submit p50 ms | submit p99 ms | reads/s | read p50 ms | read p99 ms |")
+        print("| backend | clients | submissions/s | submit p50 ms | submit p99 ms | reads/s | read p50 ms | read p99 ms |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         print(f"| {args.backend} | {args.clients} | {args.submissions / sub_wall:.1f} | {1000 * statistics.median(lat):.1f} "
               f"| {1000 * pct(lat, 99):.1f} | {args.reads / read_wall:.1f} | {1000 * statistics.median(reads):.1f} "

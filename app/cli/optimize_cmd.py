@@ -30,7 +30,8 @@ def optimize_command(
     problem: Annotated[Path, typer.Argument(help="Reference problem file (KernelBench format).")],
     provider: Annotated[str | None, typer.Option(help="offline | openai | anthropic (default: KFORGE_PROVIDER)")] = None,
     model: Annotated[str | None, typer.Option(help="Model name for the provider.")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible URL ending in /v1, or the Anthropic API root.")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="OpenAI-compatible URL ending in /v1, or the Anthropic API root.")] = None,
     max_rounds: Annotated[int, typer.Option("--max-rounds", help="LLM rounds after the offline starters.")] = 3,
     candidates_per_round: Annotated[int, typer.Option("--candidates-per-round")] = 2,
     max_repairs: Annotated[int, typer.Option("--max-repairs")] = 2,

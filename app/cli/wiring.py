@@ -4,10 +4,10 @@ source wired into one search. The service's workers use the same function."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from agents.providers import Provider, make_provider
 from agents.search import Search, SearchConfig

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 
 from ..db.base import utcnow
 from ..db.models import Candidate, Job, User
-from ..errors import BadRequest, Conflict, Forbidden, NotFound
+from ..errors import BadRequest, Conflict, NotFound
 from ..schemas import CandidateOut, EvaluateCreate, JobCreate, JobDetail, JobOut
 
 PROBLEMS_DIR = Path(__file__).resolve().parents[2] / "problems"

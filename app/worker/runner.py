@@ -142,8 +142,9 @@ def execute_job(job_id: str, settings: Settings | None = None) -> str:
 
 def _run(spec: dict[str, Any], job_id: str, lease: str, settings: Settings,
          beat: Heartbeat) -> tuple[str, dict[str, Any]]:
-    from ..cli.wiring import build_provider, offline_engine
     from agents.search import Search
+
+    from ..cli.wiring import build_provider, offline_engine
 
     config = spec["config"] or {}
     options = EvalOptions(device=config.get("device", settings.device), sandbox=settings.sandbox,

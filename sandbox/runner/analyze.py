@@ -7,7 +7,8 @@ executing user code. Returns plain data only.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

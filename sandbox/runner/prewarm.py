@@ -4,8 +4,6 @@ interpreted Triton launch."""
 
 from __future__ import annotations
 
-import torch
-
 
 def prewarm(device: str) -> None:
     import torch.fx  # noqa: F401

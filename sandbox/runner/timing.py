@@ -15,7 +15,7 @@ the patch).
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
