@@ -104,6 +104,9 @@ def trial_checks(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]], can
         r = ref[i]
         fmt, nonfinite, values = compare.output_problems(r["structure"], r["outputs"], c["structure"],
                                                          c["outputs"], c["kinds"], tol)
+        if values and c.get("unloaded"):
+            values.append("reference parameters not loaded into ModelNew (no parameter of that name and shape): "
+                          + ", ".join(c["unloaded"]))
         found["output_format"] += [f"{label}: {p}" for p in fmt]
         found["finite"] += [f"{label}: {p}" for p in nonfinite]
         found[bucket] += [f"{label}: {p}" for p in values + fmt]
@@ -200,8 +203,12 @@ def median_iqr(times: list[float]) -> dict[str, float]:
     return {"median_ms": statistics.median(times), "q1_ms": q[0], "q3_ms": q[2], "reps": len(times)}
 
 
-def corroboration_check(outcome: JobOutcome, label: str) -> Check:
-    """The reported median against the runner's own clock over plain calls."""
+def corroboration_check(outcome: JobOutcome, label: str, device: str = "cuda") -> Check:
+    """The reported median against the runner's own clock over plain calls.
+
+    On the CPU the comparison is reported but not enforced: host timings of
+    the interpreter on a loaded machine are noise, and no speedup is reported
+    there anyway (patched clocks are still caught by no_tampering)."""
     timing = next((f for f in outcome.of_kind("timing") if f.get("name") == label), None)
     stamps = [outcome.stamp(f"{label}:{p}") for p in ("null_start", "null_end", "plain_start", "plain_end")]
     if timing is None or any(s is None for s in stamps) or not timing.get("times_ms"):
@@ -210,6 +217,9 @@ def corroboration_check(outcome: JobOutcome, label: str) -> Check:
     reps = max(1, int(timing.get("plain_reps", 1)))
     outside_ms = max(0.0, ((p1 - p0) - (n1 - n0)) * 1000 / reps)
     reported = statistics.median(timing["times_ms"])
+    if device != "cuda":
+        return Check("timer_corroborated", SKIPPED,
+                     f"CPU, not enforced: reported {reported:.4f} ms, outside clock {outside_ms:.4f} ms")
     if reported < 0.5 * outside_ms - 0.05:
         return Check("timer_corroborated", FAIL,
                      f"reported {reported:.4f} ms per call, the runner's clock saw {outside_ms:.4f} ms")

@@ -166,7 +166,7 @@ class Judge:
             cand = self._run(options, device, cand_job)
         except SandboxError as exc:
             cand = JobOutcome(exit={"reason": "protocol", "detail": str(exc)})
-        found = candidate_checks(plan, ref, ref_trials, cand, options)
+        found = candidate_checks(plan, ref, ref_trials, cand, options, device)
         result.timing = timing_summary(ref, cand, device)
         result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
         return result.finish(found, CHECK_ORDER, started)
@@ -198,7 +198,7 @@ def reference_trials(ref: JobOutcome, name: str, plan: list[dict[str, Any]]) -> 
 
 
 def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: dict[int, dict[str, Any]],
-                     cand: JobOutcome, options: EvalOptions) -> list[C.Check]:
+                     cand: JobOutcome, options: EvalOptions, device: str) -> list[C.Check]:
     loaded = cand.first("loaded")
     if loaded is None:
         err = cand.first("error")
@@ -213,7 +213,7 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
     timed = any(s["tag"] == "timing" for s in plan)
     if timed and cand.finished:
         found.append(C.post_timing_check(plan, ref_trials, cand.first("post_timing"), options.tolerance))
-        found.append(C.corroboration_check(cand, "candidate"))
+        found.append(C.corroboration_check(cand, "candidate", device))
     found.append(C.ops_check(ref_trials, cand_trials))
     found.append(C.tamper_check(cand))
     return found

@@ -13,6 +13,8 @@ import keyword
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import torch.nn as nn
+
 from .ir import Expr
 from .signature import Signature
 
@@ -37,7 +39,11 @@ class Context:
                    analysis.get("device", "cpu"))
 
     def with_signature(self, signature: Signature) -> Context:
-        return replace(self, signature=signature, bound=dict(self.bound))
+        return replace(self, signature=signature, bound={})
+
+    def fresh(self) -> Context:
+        """A copy for one rendering: which constructor arguments it binds starts empty."""
+        return replace(self, bound={})
 
     # -- constructor arguments -------------------------------------------------------------------
     def _init_name(self, i: int) -> str:
@@ -48,8 +54,6 @@ class Context:
         """The attribute of ModelNew that keeps constructor argument i."""
         name = self._init_name(i)
         tops = {k.split(".")[0] for k in self.parameters}
-        import torch.nn as nn
-
         return f"{name}_arg" if name in tops or hasattr(nn.Module, name) or name == "training" else name
 
     def init_paths(self, value: Any) -> list[tuple[int, ...]]:
@@ -89,6 +93,9 @@ class Context:
             return repr(v) if v == v and abs(v) != float("inf") else f'float("{v}")'
         return repr(v)
 
+    def init_attrs(self) -> set[str]:
+        return {self.init_attr(i) for i in range(len(self.init_inputs))}
+
     def stored_inits(self) -> list[tuple[str, str]]:
         """(attribute, argument) pairs ModelNew.__init__ keeps for forward."""
         return [(self.init_attr(i), self._init_name(i)) for i in sorted({p[0] for p in self.bound})]
@@ -102,6 +109,10 @@ class Context:
         i, *rest = paths[0]
         return self._init_name(i) + "".join(f"[{j}]" for j in rest)
 
+    def forward_arg(self, index: int) -> str:
+        names = self.signature.forward_names()
+        return names[index] if index < len(names) else f"x{index}"
+
     def param_access(self, key: str) -> str:
         if all(p.isidentifier() and not keyword.iskeyword(p) for p in key.split(".")):
             return "self." + key
@@ -114,17 +125,19 @@ class Context:
         made: set[str] = set()
         for key, meta in self.parameters.items():
             parts = key.split(".")
+            plain = all(p.isidentifier() and not keyword.iskeyword(p) for p in parts)
             for depth in range(1, len(parts)):
                 holder = ".".join(parts[:depth])
                 if holder not in made:
                     made.add(holder)
-                    lines.append(f"{self._holder(parts[:depth - 1])}.add_module({parts[depth - 1]!r}, nn.Module())")
+                    lines.append(f"self.{holder} = nn.Module()" if plain else
+                                 f"{self._holder(parts[:depth - 1])}.add_module({parts[depth - 1]!r}, nn.Module())")
             shape = [self.dim_expr(int(s)) for s in meta["shape"]]
             dtype = meta.get("dtype", "float32")
             extra = "" if dtype == "float32" else f", dtype=torch.{dtype}"
             value = f"nn.Parameter(torch.empty({', '.join(shape) or '()'}{extra})" + \
                 (", requires_grad=False)" if dtype.startswith(("int", "uint", "bool")) else ")")
-            if len(parts) == 1 and parts[0].isidentifier():
+            if plain:
                 lines.append(f"self.{key} = {value}")
             else:
                 lines.append(f"{self._holder(parts[:-1])}.register_parameter({parts[-1]!r}, {value})")

@@ -31,16 +31,16 @@ PARAMETRIC: dict[str, list[tuple[str, Any]]] = {
 }
 BINARY = {"add", "sub", "mul", "div", "maximum", "minimum"}
 ELEMENTWISE = UNARY | set(PARAMETRIC) | BINARY
-REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min"}
+REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "logsumexp"}
 ROW_OPS = {"softmax", "log_softmax", "layer_norm", "rms_norm"}
-MATMULS = {"matmul", "mm", "bmm", "linear", "addmm"}
+MATMULS = {"matmul", "mm", "bmm", "mv", "linear", "addmm"}
 VIEWS = {"t", "transpose", "permute", "T", "mT"}
 
 ALIASES = {
     "truediv": "div", "true_divide": "div", "divide": "div", "multiply": "mul", "subtract": "sub",
     "negative": "neg", "clip": "clamp", "absolute": "abs", "special_expit": "sigmoid", "expit": "sigmoid",
-    "contiguous": "identity", "clone": "identity", "detach": "identity", "dropout": "dropout",
-    "pow_": "pow", "iadd": "add", "imul": "mul", "isub": "sub", "itruediv": "div",
+    "contiguous": "identity", "clone": "identity", "detach": "identity",
+    "iadd": "add", "imul": "mul", "isub": "sub", "itruediv": "div",
 }
 # nn.Module classes -> (canonical op, attributes read from the module, with defaults when the
 # analysis does not report them)
@@ -262,7 +262,7 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
             raise Unsupported(f"{name}: {target} over a computed dim")
         return Expr("op", name, op=target, args=(x,),
                     attrs={"dim": dim, "keepdim": bool(_arg(node, 2, "keepdim", False)),
-                           "values": target in ("sum", "mean", "amax", "amin") or dim is None})
+                           "values": target not in ("max", "min") or dim is None})
     if target in ("softmax", "log_softmax"):
         if node["kwargs"].get("dtype") is not None:
             raise Unsupported(f"{name}: {target} with a dtype argument")
@@ -288,14 +288,16 @@ def _norm_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr:
     x = _tensor(env, node["args"][0], name)
     shape = _arg(node, 1, "normalized_shape", None)
     ndims = len(shape) if isinstance(shape, (list, tuple)) else 1 if isinstance(shape, int) else None
-    if ndims is None:
-        raise Unsupported(f"{name}: {target} with an unknown normalized_shape")
     weight = _ref(env, _arg(node, 2, "weight", None))
+    attrs: dict[str, Any] = {}
+    if ndims is None:  # computed at run time, e.g. x.shape[-1:]: the weight tells, else guess the last dim
+        ndims = len(weight.shape) if weight.kind == "param" and weight.shape else 1
+        attrs["assumed"] = f"normalized_shape is computed; assumed the last {ndims} dim(s)"
     if target == "layer_norm":
         bias, eps = _ref(env, _arg(node, 3, "bias", None)), _ref(env, _arg(node, 4, "eps", 1e-5))
     else:
         bias, eps = const(None), _ref(env, _arg(node, 3, "eps", None))
-    return Expr("op", name, op=target, args=(x, weight, bias, eps), attrs={"ndims": ndims})
+    return Expr("op", name, op=target, args=(x, weight, bias, eps), attrs={"ndims": ndims, **attrs})
 
 
 def _matmul_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr:

@@ -50,10 +50,11 @@ def _args(fn: ast.FunctionDef) -> tuple[Arg, ...]:
     a = fn.args
     positional = [*a.posonlyargs, *a.args][1:]  # drop self
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    out = [Arg(p.arg, _default(d)) for p, d in zip(positional, defaults)]
+    out = [Arg(p.arg, _default(d)) for p, d in zip(positional, defaults, strict=True)]
     if a.vararg:
         out.append(Arg(a.vararg.arg, star="*"))
-    out += [Arg(p.arg, _default(d) if d is not None else "None") for p, d in zip(a.kwonlyargs, a.kw_defaults)]
+    # keyword-only arguments are never passed by the judge; give each a default
+    out += [Arg(p.arg, _default(d) or "None") for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)]
     if a.kwarg:
         out.append(Arg(a.kwarg.arg, star="**"))
     return tuple(out)

@@ -46,7 +46,9 @@ def fx_graph(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]] 
             name = type(mod).__name__
             extra = {k: _meta(getattr(mod, k)) for k in ("in_features", "out_features", "normalized_shape", "eps",
                                                           "negative_slope", "dim", "kernel_size", "stride",
-                                                          "padding", "approximate", "p", "inplace")
+                                                          "padding", "approximate", "p", "inplace", "alpha", "min_val",
+                                                          "max_val", "beta", "threshold", "elementwise_affine",
+                                                          "training", "lambd", "upper", "lower")
                      if hasattr(mod, k)}
         else:
             name = getattr(target, "__name__", str(target))

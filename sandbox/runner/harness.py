@@ -77,6 +77,7 @@ def build(module: Any, cls_name: str, trial: dict[str, Any], device: str) -> tor
     matching = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
     if matching:
         model.load_state_dict(matching, strict=False)
+    model._kforge_unloaded = sorted(set(state) - set(matching))  # reported next to correctness diffs
     return model
 
 
@@ -206,6 +207,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             sync(device)
             structure, outputs, kinds = snapshot_outputs(out)
             native_after = guards.native_thread_count()
+            frame.update(unloaded=list(getattr(model, "_kforge_unloaded", [])))
             frame.update(structure=structure, outputs=outputs, kinds=kinds, ops=recorder.ops,
                          launches=launches.count - launched, inputs_after=to_cpu(inputs),
                          stray=guards.stray_work(threads_before, uid if job.get("unique_uid") else -1),

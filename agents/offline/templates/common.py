@@ -4,7 +4,7 @@ indexing of operands, and the ModelNew class around the kernels."""
 
 from __future__ import annotations
 
-import math
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -49,8 +49,9 @@ _UNARY = {
     "maximum": "tl.maximum({0}, {1})", "minimum": "tl.minimum({0}, {1})",
 }
 _PASS_THROUGH = {"identity", "cast", "view"}
-KERNEL_NAMES = {"pid", "offs", "mask", "n_elements", "out_ptr", "tl", "triton", "acc", "row", "cols", "BLOCK",
-                "rows", "offs_m", "offs_n", "mask_m", "mask_n", "batch", "k", "a", "b", "out", "x_row"}
+# names the generated kernels and host wrappers use themselves
+KERNEL_NAMES = {"tl", "triton", "torch", "nn", "math", "pid", "offs", "mask", "n_elements", "out_ptr", "out", "shape",
+                "grid", "BLOCK"}
 
 
 def _pow(base: str, exponent: float) -> str:
@@ -83,7 +84,8 @@ class ExprWriter:
 
     def name_for(self, e: Expr) -> str:
         base = e.name or "v"
-        taken = self.reserved | KERNEL_NAMES | set(self.values.values())
+        # constructor arguments become kernel arguments of the same name: keep clear of them too
+        taken = self.reserved | KERNEL_NAMES | self.ctx.init_attrs() | set(self.values.values())
         name = base
         while name in taken:
             name += "_"
@@ -210,9 +212,22 @@ def module_source(doc: str, parts: list[str], uses_math: bool = False) -> str:
     return head + "\n\n" + "\n\n".join(p.rstrip("\n") + "\n" for p in parts if p).replace("\n\n\n\n", "\n\n\n")
 
 
-def fmt_params(params: dict[str, object]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items())
+def wrap(head: str, args: list[str], tail: str, indent: str = "", width: int = 110) -> list[str]:
+    """``head(args)tail`` on one line, or with the arguments wrapped inside the parentheses."""
+    one = f"{indent}{head}({', '.join(args)}){tail}"
+    if len(one) <= width:
+        return [one]
+    body, line = [], ""
+    for arg in args:  # whole arguments per line, never split inside one
+        if line and len(indent) + 4 + len(line) + len(arg) + 2 > width:
+            body.append(line.rstrip())
+            line = ""
+        line += arg + ", "
+    body.append(line.rstrip().rstrip(","))
+    return [f"{indent}{head}(", *(f"{indent}    {b}" for b in body), f"{indent}){tail}"]
 
 
-def numel(shape: Iterable[int]) -> int:
-    return math.prod(shape)
+def doc_lines(text: str, indent: str = "", width: int = 110) -> list[str]:
+    """A long line of docstring text folded at spaces."""
+    return textwrap.wrap(text, width - len(indent), break_long_words=False, break_on_hyphens=False,
+                         subsequent_indent="    ") or [""]

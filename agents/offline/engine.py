@@ -1,0 +1,181 @@
+"""The offline engine: starter kernels without an LLM.
+
+Used when no provider is configured, and to hand LLM runs a verified starting
+point. It reads the sandbox's analysis of the reference (never the reference
+itself), matches a family of our own parametrised Triton templates, renders a
+candidate per launch-parameter set, and lets the judge decide: the same judge
+and checks as LLM candidates, results labelled as non-LLM.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sandbox import EvalOptions
+
+from .match import Match, MatchReport, match_report
+from .signature import Signature, from_source
+from .templates import FAMILIES
+
+LABEL = "offline engine (no LLM)"
+log = logging.getLogger(__name__)
+
+
+class EvalResultLike(Protocol):
+    verdict: str
+    reasons: list[str]
+    timing: dict[str, Any]
+
+    @property
+    def speedup(self) -> float | None: ...
+
+
+class JudgeLike(Protocol):
+    """What the engine needs of sandbox.Judge."""
+
+    def analyze(self, reference: str, reference_name: str = ..., options: EvalOptions | None = ...
+                ) -> dict[str, Any]: ...
+
+    def evaluate(self, reference: str, candidate: str, reference_name: str = ..., candidate_name: str = ...,
+                 options: EvalOptions | None = ...) -> EvalResultLike: ...
+
+
+@dataclass(frozen=True)
+class Proposal:
+    family: str
+    params: dict[str, Any]
+    source: str
+    note: str
+
+
+class OfflineEngine:
+    """Proposes candidates from the templates, best guess first."""
+
+    label = LABEL
+
+    def families(self) -> list[str]:
+        return list(FAMILIES)
+
+    def autotune_space(self, family: str) -> list[dict[str, Any]]:
+        """The launch-parameter sets tried for a family, best guess first."""
+        return [dict(p) for p in FAMILIES[family].PARAM_SPACE]
+
+    def report(self, analysis: dict[str, Any], signature: Signature | None = None) -> MatchReport:
+        return match_report(analysis, signature)
+
+    def propose(self, analysis: dict[str, Any], max_candidates: int = 4, signature: Signature | None = None,
+                ) -> list[Proposal]:
+        """Up to ``max_candidates`` candidates: the first parameter set of every match (in
+        match order), then the second of every match, and so on."""
+        return self.proposals(self.report(analysis, signature).matches, max_candidates)
+
+    def proposals(self, matches: list[Match], max_candidates: int) -> list[Proposal]:
+        out: list[Proposal] = []
+        seen: set[str] = set()
+        depth = max((len(FAMILIES[m.family].PARAM_SPACE) for m in matches), default=0)
+        for rank in range(depth):
+            for m in matches:
+                space = FAMILIES[m.family].PARAM_SPACE
+                if rank >= len(space) or len(out) >= max_candidates:
+                    continue
+                params = dict(space[rank])
+                try:
+                    source = FAMILIES[m.family].render(m, params)
+                except Exception:  # a template bug must not stop the other proposals
+                    log.exception("offline template %s failed to render for %s", m.family, m.kind)
+                    continue
+                if source in seen:
+                    continue
+                seen.add(source)
+                note = "; ".join(x for x in (m.kind, ", ".join(f"{k}={v}" for k, v in params.items()), m.note) if x)
+                out.append(Proposal(m.family, params, source, note))
+        return out
+
+
+@dataclass
+class Attempt:
+    proposal: Proposal
+    verdict: str
+    reasons: list[str]
+    timing: dict[str, Any]
+    speedup: float | None = None
+    retried: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"family": self.proposal.family, "params": self.proposal.params, "note": self.proposal.note,
+                "verdict": self.verdict, "reasons": self.reasons, "speedup": self.speedup, "timing": self.timing,
+                "retried": self.retried}
+
+
+@dataclass
+class OfflineResult:
+    device: str
+    attempts: list[Attempt] = field(default_factory=list)
+    best: Attempt | None = None
+    selection: str = ""
+    reason: str = ""          # why there is no best, when there is none
+    label: str = LABEL
+
+    def to_json(self) -> dict[str, Any]:
+        best = None
+        if self.best is not None:
+            best = {"code": self.best.proposal.source, "verdict": self.best.verdict, "speedup": self.best.speedup,
+                    "family": self.best.proposal.family, "params": self.best.proposal.params}
+        return {"label": self.label, "device": self.device, "selection": self.selection, "reason": self.reason,
+                "best": best, "attempts": [a.to_json() for a in self.attempts]}
+
+
+def _timer_noise_only(result: EvalResultLike, device: str) -> bool:
+    """On the CPU the timer check compares two host clocks around interpreted calls; on a
+    busy machine it can fail on noise alone, so such a result earns one re-evaluation."""
+    return device == "cpu" and bool(result.reasons) and all(r.startswith("timer_corroborated") for r in result.reasons)
+
+
+def run_offline(judge: JudgeLike, reference_source: str, name: str, options: EvalOptions | None = None,
+                max_candidates: int = 4, engine: OfflineEngine | None = None,
+                exhaustive: bool | None = None) -> OfflineResult:
+    """Analyse the reference in the sandbox, propose, and judge every proposal.
+
+    On CUDA every proposal is judged and the best is the passing one with the highest
+    speedup (the autotuning of launch parameters). On the CPU Triton runs in its
+    interpreter, timings mean nothing, and the first passing proposal is the best; the
+    rest are not judged unless ``exhaustive``.
+
+    Raises sandbox.ProblemError when the reference itself is unusable (as the judge does).
+    """
+    engine = engine or OfflineEngine()
+    options = options or EvalOptions()
+    analysis = judge.analyze(reference_source, name, options)
+    device = analysis.get("device", "cpu")
+    report = engine.report(analysis, from_source(reference_source))
+    proposals = engine.proposals(report.matches, max_candidates)
+    result = OfflineResult(device=device)
+    if not proposals:
+        result.reason = f"no offline template fits this reference: {report.reason}"
+        return result
+    stop_at_first = not exhaustive if exhaustive is not None else device != "cuda"
+    stem = name.rsplit("/", 1)[-1].removesuffix(".py")
+    for i, proposal in enumerate(proposals):
+        cand_name = f"{stem}_offline_{proposal.family}_{i}.py"
+        res = judge.evaluate(reference_source, proposal.source, name, cand_name, options)
+        retried = _timer_noise_only(res, device)
+        if retried:
+            res = judge.evaluate(reference_source, proposal.source, name, cand_name, options)
+        attempt = Attempt(proposal, res.verdict, list(res.reasons), dict(res.timing or {}), res.speedup, retried)
+        result.attempts.append(attempt)
+        if attempt.verdict == "pass" and stop_at_first:
+            break
+    passing = [a for a in result.attempts if a.verdict == "pass"]
+    if device == "cuda":
+        result.selection = "highest speedup over eager among passing candidates"
+        result.best = max(passing, key=lambda a: a.speedup or 0.0, default=None)
+    else:
+        result.selection = ("first passing candidate: without a GPU Triton runs in its interpreter and "
+                            "timings say nothing about GPU speed")
+        result.best = passing[0] if passing else None
+    if result.best is None:
+        result.reason = "no proposal passed the judge: " + "; ".join(
+            f"{a.proposal.family} ({a.reasons[0] if a.reasons else a.verdict})" for a in result.attempts)
+    return result

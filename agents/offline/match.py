@@ -1,0 +1,350 @@
+"""Recognise which family of starter kernels fits a reference, from its analysis.
+
+``match(analysis)`` returns the matches best-first (empty when nothing fits);
+``match_report`` adds the reasons each family was turned down. The analysis is
+the plain data the sandbox computed (fx graph, shapes, parameters, aten ops);
+when tracing failed, a few single-op references are still recognised from the
+op list alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import ir
+from .context import Context
+from .fingerprint import recognise
+from .ir import Expr, const
+from .signature import Signature, from_analysis
+from .templates.common import broadcast_block, supported_elementwise
+
+FLOATS = ("float32", "float16", "bfloat16", "float64")
+
+
+@dataclass
+class Match:
+    family: str               # the template: elementwise | softmax | norm | reduction | matmul
+    kind: str                 # what was recognised, e.g. "log_softmax", "rms_norm (written out)"
+    ctx: Context
+    spec: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass
+class MatchReport:
+    matches: list[Match]
+    reasons: list[str]
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(dict.fromkeys(self.reasons)) or "no family matched"
+
+
+class NoMatch(Exception):
+    pass
+
+
+def match(analysis: dict[str, Any]) -> list[Match]:
+    return match_report(analysis).matches
+
+
+def match_report(analysis: dict[str, Any], signature: Signature | None = None) -> MatchReport:
+    ctx = Context.from_analysis(analysis, signature or from_analysis(analysis))
+    if len(analysis.get("outputs") or []) != 1:
+        return MatchReport([], ["the reference returns several outputs; the offline templates write one"])
+    out = analysis["outputs"][0]
+    if not isinstance(out, dict) or out.get("dtype") not in FLOATS:
+        return MatchReport([], [f"the output is not a floating-point tensor ({out!r:.80})"])
+    if analysis.get("graph_error") or not analysis.get("graph"):
+        root, reasons = _from_ops(analysis)
+        if root is None:
+            why = analysis.get("graph_error") or "no graph"
+            return MatchReport([], [f"tracing the reference failed ({why}) and its op list "
+                                    f"{sorted(analysis.get('ops') or {})} is not a single recognisable op", *reasons])
+        note = f"guessed from the op list, tracing failed: {analysis.get('graph_error')}"
+        assumed: list[str] = []
+    else:
+        traced = ir.build(analysis)
+        if traced.output is None:
+            return MatchReport([], traced.problems or ["the traced graph has no output"])
+        root, note, assumed = traced.output, "", traced.assumed
+        bad = [n for n in root.walk() if n.kind == "meta"]
+        if bad:  # operands come first in walk order: the first one is the cause
+            first = bad[0]
+            return MatchReport([], [str(first.value or f"{first.name}: {first.op} is not supported")])
+    out_shape = tuple(out["shape"])
+    matches, reasons = [], []
+    for matcher in (_matmul, _row_op, _reduction, _written_row_op, _elementwise):
+        try:
+            m = matcher(root, out_shape, ctx)
+        except NoMatch as exc:
+            reasons.append(f"{matcher.__name__.strip('_').replace('_', ' ')}: {exc}")
+            continue
+        m.note = "; ".join(x for x in (m.note, note, *assumed) if x)
+        for e in (m.spec.get("root"), *m.spec.get("consts", ())):
+            if isinstance(e, Expr):
+                ctx.bind(e)
+        matches.append(m)
+    return MatchReport(matches, reasons)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _float_leaf(e: Expr, what: str) -> Expr:
+    if not e.is_leaf:
+        raise NoMatch(f"{what} is computed ({e.op or e.kind} {e.name}), not an input or parameter")
+    if e.dtype not in FLOATS:
+        raise NoMatch(f"{what} {e.name} has dtype {e.dtype}")
+    return e
+
+
+def _norm_dim(dim: Any, ndim: int) -> int:
+    if not isinstance(dim, int) or not -ndim <= dim < max(ndim, 1):
+        raise NoMatch(f"dim {dim!r} is not a dim of a {ndim}-d tensor")
+    return dim % ndim
+
+
+def _leaves(root: Expr, stop: frozenset[int] | set[int] = frozenset()) -> list[Expr]:
+    """Inputs first (in forward order), then parameters, not looking below ``stop`` nodes."""
+    seen: dict[int, Expr] = {}
+
+    def visit(e: Expr) -> None:
+        if id(e) in seen or id(e) in stop:
+            return
+        seen[id(e)] = e
+        for a in e.args:
+            visit(a)
+
+    visit(root)
+    return sorted((e for e in seen.values() if e.is_leaf), key=lambda e: (e.kind != "input", e.index, e.ref))
+
+
+def _check_elementwise(root: Expr, out_shape: tuple[int, ...], stop: set[int]) -> list[Expr]:
+    """The leaves of an elementwise DAG under ``root`` (not looking below ``stop`` nodes)."""
+    seen: set[int] = set()
+
+    def visit(e: Expr) -> None:
+        if id(e) in seen or id(e) in stop:
+            return
+        seen.add(id(e))
+        if e.kind == "op":
+            why = supported_elementwise(e)
+            if why:
+                raise NoMatch(why)
+            if e.op == "view" and e.args[0].shape != e.shape:
+                raise NoMatch(f"{e.name}: a reshape inside the chain")
+        if e.kind in ("op", "input", "param") and e.shape is not None and broadcast_block(e.shape, out_shape) is None:
+            raise NoMatch(f"{e.name}: shape {list(e.shape)} does not broadcast to the output {list(out_shape)} "
+                          "along one contiguous block of dims")
+        for a in e.args:
+            visit(a)
+
+    visit(root)
+    leaves = _leaves(root, stop)
+    for leaf in leaves:
+        _float_leaf(leaf, "operand")
+    return leaves
+
+
+# -- matchers --------------------------------------------------------------------------------------
+def _elementwise(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    leaves = _check_elementwise(root, out_shape, set())
+    if not leaves:
+        raise NoMatch("the output depends on no input")
+    ops = [n.op for n in root.walk() if n.kind == "op" and n.op not in ("identity", "cast", "view")]
+    kind = " -> ".join(dict.fromkeys(ops)) or "copy"
+    return Match("elementwise", kind, ctx, {"root": root, "leaves": leaves, "out_shape": out_shape})
+
+
+def _row_op(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    if root.kind != "op" or root.op not in ir.ROW_OPS:
+        raise NoMatch("the output is not softmax, log_softmax, layer_norm or rms_norm")
+    x = _float_leaf(root.args[0], f"the {root.op} input")
+    if x.kind != "input" or tuple(x.shape or ()) != out_shape:
+        raise NoMatch(f"the {root.op} input is not a forward input of the output's shape")
+    nd = len(out_shape)
+    if root.op in ("softmax", "log_softmax"):
+        dim = root.attrs.get("dim")
+        if dim is None:  # torch's legacy implicit dim
+            dim = 0 if nd in (0, 1, 3) else 1
+        return Match("softmax", root.op, ctx, {"x": x, "dim": _norm_dim(dim, nd), "log": root.op == "log_softmax",
+                                               "out_shape": out_shape})
+    _, weight, bias, eps = root.args
+    m = _norm_match(root.op, x, weight, bias, eps, root.attrs["ndims"], out_shape, ctx, "")
+    m.note = root.attrs.get("assumed", "")
+    return m
+
+
+def _norm_match(kind: str, x: Expr, weight: Expr, bias: Expr, eps: Expr, ndims: int, out_shape: tuple[int, ...],
+                ctx: Context, label: str) -> Match:
+    if not 1 <= ndims <= len(out_shape):
+        raise NoMatch(f"{kind} over {ndims} dims of a {len(out_shape)}-d tensor")
+    for p, what in ((weight, "weight"), (bias, "bias")):
+        if p.kind == "const" and p.value is None:
+            continue
+        if p.kind != "param" or tuple(p.shape or ()) != out_shape[-ndims:]:
+            raise NoMatch(f"the {kind} {what} is not a parameter of the normalised shape")
+    if eps.kind != "const":
+        raise NoMatch(f"the {kind} eps is not a number")
+    if eps.value is None:  # rms_norm's default: the dtype's machine epsilon
+        eps = const({"float16": 0.0009765625, "bfloat16": 0.0078125, "float64": 2.220446049250313e-16}
+                    .get(x.dtype or "", 1.1920928955078125e-07))
+    spec = {"x": x, "rms": kind == "rms_norm", "weight": weight if weight.kind == "param" else None,
+            "bias": bias if bias.kind == "param" else None, "eps": eps, "ndims": ndims, "out_shape": out_shape,
+            "consts": [eps]}
+    return Match("norm", kind + label, ctx, spec)
+
+
+def _written_row_op(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    if root.kind == "op" and root.op in ir.ROW_OPS:
+        raise NoMatch("handled as a library call")
+    leaves = _leaves(root)
+    inputs = [e for e in leaves if e.kind == "input"]
+    if len(inputs) != 1 or tuple(inputs[0].shape or ()) != out_shape:
+        raise NoMatch("not a function of one input of the output's shape")
+    found = recognise(root, inputs[0], [e for e in leaves if e.kind == "param"])
+    if found is None:
+        raise NoMatch("not a written-out softmax, log_softmax, layer norm or RMS norm")
+    x = _float_leaf(found.x, "the input")
+    if found.kind in ("softmax", "log_softmax"):
+        return Match("softmax", found.kind + " (written out)", ctx,
+                     {"x": x, "dim": len(out_shape) - 1, "log": found.kind == "log_softmax", "out_shape": out_shape})
+    assert found.eps is not None
+    return _norm_match(found.kind, x, found.weight or const(None), found.bias or const(None), found.eps, 1,
+                       out_shape, ctx, " (written out)")
+
+
+def _reduction(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    if root.kind != "op" or root.op not in ir.REDUCTIONS:
+        raise NoMatch("the output is not a sum, mean, max, min or logsumexp")
+    if not root.attrs.get("values"):
+        raise NoMatch(f"{root.name}: {root.op} returns values and indices")
+    x = _float_leaf(root.args[0], f"the {root.op} input")
+    if x.kind != "input":
+        raise NoMatch(f"the {root.op} input is not a forward input")
+    nd = len(x.shape or ())
+    dim = root.attrs.get("dim")
+    dims = tuple(range(nd)) if dim is None else tuple(sorted({_norm_dim(d, nd) for d in
+                                                             (dim if isinstance(dim, (list, tuple)) else [dim])}))
+    op = {"max": "amax", "min": "amin"}.get(root.op, root.op)
+    keepdim = bool(root.attrs.get("keepdim")) and dim is not None
+    return Match("reduction", op, ctx, {"x": x, "op": op, "dims": dims, "keepdim": keepdim, "ndim": nd,
+                                        "out_shape": out_shape})
+
+
+def _operand_views(e: Expr, what: str) -> tuple[Expr, int]:
+    """The leaf under a chain of transposes of the last two dims, and how many there are."""
+    swaps = 0
+    while e.kind == "op" and e.op in ("t", "transpose", "permute", "identity", "cast"):
+        if e.op in ("t", "transpose", "permute"):
+            nd = len(e.args[0].shape or ())
+            dims = tuple(d % nd for d in e.attrs.get("dims", ()))
+            last_two = {nd - 2, nd - 1}
+            if e.op == "permute":
+                ok = list(dims) == [*range(nd - 2), nd - 1, nd - 2]
+            else:
+                ok = nd >= 2 and set(dims) == last_two
+            if not ok:
+                raise NoMatch(f"{what} is permuted other than by swapping its last two dims")
+            swaps += 1
+        e = e.args[0]
+    return _float_leaf(e, what), swaps % 2
+
+
+def _matmul(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    mms = [n for n in root.walk() if n.kind == "op" and n.op == "matmul"]
+    if len(mms) != 1:
+        raise NoMatch("no matmul" if not mms else f"{len(mms)} matmuls (one per kernel here)")
+    mm = mms[0]
+    a, b = mm.args
+    a_leaf, a_t = _operand_views(a, "the left matmul operand")
+    b_leaf, b_t = _operand_views(b, "the right matmul operand")
+    sa, sb = tuple(a.shape or ()), tuple(b.shape or ())
+    vector = len(sb) == 1  # matrix @ vector: b is read as a (K, 1) matrix
+    if len(sa) < 2 or (len(sb) < 2 and not vector):
+        raise NoMatch("a vector on the left of a matmul is not covered")
+    if len(sb) > 2 and sa[:-2] != sb[:-2]:
+        raise NoMatch(f"batch dims of {list(sa)} @ {list(sb)} differ")
+    mm_shape = tuple(mm.shape or ())
+    if mm_shape != out_shape:
+        raise NoMatch("the epilogue changes the matmul's shape")
+    leaves = _check_elementwise(root, out_shape, {id(mm)})
+    kinds: dict[int, str] = {}
+    nd = len(out_shape)
+    for leaf in leaves:
+        block = broadcast_block(tuple(leaf.shape or ()), out_shape)
+        if vector:  # the output is one column: only whole-output and scalar operands make sense
+            kind = {(0, -1): "scalar", (0, nd - 1): "full"}.get(block or (9, 9))
+        else:
+            kinds_by_block = {(0, -1): "scalar", (nd - 1, nd - 1): "col", (0, nd - 1): "full", (0, nd - 2): "row"}
+            kind = kinds_by_block.get(block or (9, 9))
+        if kind is None:
+            raise NoMatch(f"epilogue operand {leaf.name} {list(leaf.shape or ())} is neither a scalar, a row of the "
+                          "output's width, a column or the whole output")
+        kinds[id(leaf)] = kind
+    ops = [n.op for n in root.walk() if n.kind == "op" and n.op not in ("matmul", "t", "transpose", "permute",
+                                                                         "identity", "cast")]
+    kind = ("matvec" if vector else "matmul") + "".join(f" + {o}" for o in dict.fromkeys(ops))
+    return Match("matmul", kind, ctx, {
+        "root": root, "mm": mm, "a": a_leaf, "a_t": a_t, "b": b_leaf, "b_t": b_t, "a_shape": sa, "b_shape": sb,
+        "batched": len(sb) > 2, "vector": vector, "leaves": leaves, "kinds": kinds, "out_shape": out_shape,
+        "dtype": mm.dtype or a_leaf.dtype})
+
+
+# -- tracing failed: a single op read from the op list ------------------------------------------------
+_OPS_UNARY = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "silu": "silu", "exp": "exp", "abs": "abs",
+              "hardsigmoid": "hardsigmoid", "hardswish": "hardswish", "mish": "mish", "gelu": "gelu"}
+
+
+def _from_ops(analysis: dict[str, Any]) -> tuple[Expr | None, list[str]]:
+    ops = set(analysis.get("ops") or {})
+    inputs = analysis.get("inputs") or []
+    params = analysis.get("parameters") or {}
+    if len(inputs) != 1 or not isinstance(inputs[0], dict):
+        return None, ["the op-list fallback needs exactly one tensor input"]
+    shape, dtype = tuple(inputs[0]["shape"]), inputs[0]["dtype"]
+    x = Expr("input", "x", shape=shape, dtype=dtype, ref="x", index=0)
+    out_shape = tuple(analysis["outputs"][0]["shape"])
+    nd = len(shape)
+
+    def param(suffix: str, pshape: tuple[int, ...]) -> Expr:
+        keys = [k for k, v in params.items() if k.split(".")[-1] == suffix and tuple(v["shape"]) == pshape]
+        if len(keys) != 1:
+            return const(None)
+        return Expr("param", keys[0].replace(".", "_"), shape=pshape, dtype=params[keys[0]]["dtype"], ref=keys[0])
+
+    if ops in ({"_softmax"}, {"softmax"}, {"_log_softmax"}, {"log_softmax"}) and out_shape == shape:
+        op = "log_softmax" if "log" in next(iter(ops)) else "softmax"
+        return Expr("op", op, op=op, args=(x,), attrs={"dim": -1}, shape=shape, dtype=dtype), []
+    if ops <= {"native_layer_norm", "layer_norm"} and ops and out_shape == shape:
+        d = (shape[-1],)
+        return Expr("op", "layer_norm", op="layer_norm", args=(x, param("weight", d), param("bias", d), const(1e-5)),
+                    attrs={"ndims": 1}, shape=shape, dtype=dtype), []
+    if len(ops) == 1 and next(iter(ops)) in ("sum", "mean", "amax", "amin") and nd >= 1 \
+            and out_shape in (shape[:-1], shape[:-1] + (1,)):
+        op = next(iter(ops))
+        return Expr("op", op, op=op, args=(x,), attrs={"dim": -1, "keepdim": out_shape == shape[:-1] + (1,),
+                                                       "values": True}, shape=out_shape, dtype=dtype), []
+    acts = ops - {"mm", "addmm", "add"}
+    if ops & {"mm", "addmm"} and len(acts) <= 1 and acts <= set(_OPS_UNARY) and nd == 2:
+        # a linear layer, then at most one activation: the likeliest order, which the judge verifies
+        n = out_shape[-1]
+        w = param("weight", (n, shape[-1]))
+        if w.kind != "param":
+            return None, ["no weight parameter of the matmul's shape"]
+        wt = Expr("op", "weight_t", op="t", args=(w,), attrs={"dims": (0, 1)}, shape=(shape[-1], n), dtype=w.dtype)
+        out = Expr("op", "mm", op="matmul", args=(x, wt), shape=out_shape, dtype=dtype)
+        if ops & {"addmm", "add"}:
+            b = param("bias", (n,))
+            if b.kind != "param":
+                return None, ["no bias parameter of the output's width"]
+            out = Expr("op", "addmm", op="add", args=(out, b), shape=out_shape, dtype=dtype)
+        for act in acts:
+            out = Expr("op", act, op=_OPS_UNARY[act], args=(out,), shape=out_shape, dtype=dtype,
+                       attrs={"approximate": "none"} if act == "gelu" else {})
+        return out, []
+    if len(ops) == 1 and next(iter(ops)) in _OPS_UNARY and out_shape == shape:
+        op = _OPS_UNARY[next(iter(ops))]
+        return Expr("op", op, op=op, args=(x,), attrs={"approximate": "none"} if op == "gelu" else {},
+                    shape=shape, dtype=dtype), []
+    return None, []
