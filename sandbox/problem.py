@@ -103,6 +103,8 @@ def input_shapes(tree: ast.Module, constants: dict[str, Any]) -> list[list[int] 
 
 
 def _shape(node: Any, env: dict[str, Any]) -> list[int] | None:
+    if isinstance(node, ast.BinOp):  # torch.randn(b, d) * 3.0 and the like
+        return _shape(node.left, env) or _shape(node.right, env)
     if not isinstance(node, ast.Call):
         return None
     # torch.randn(...).cuda() and similar: look through the method call.

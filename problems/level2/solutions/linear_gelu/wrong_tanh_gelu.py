@@ -1,0 +1,41 @@
+"""WRONG on purpose: uses the tanh approximation of GELU; the reference is the exact erf form (max error ~5e-4).
+
+Caught by: correctness
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def linear_gelu_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + rk
+        x = tl.load(x_ptr + rm[:, None] * K + k[None, :], mask=(rm[:, None] < M) & (k[None, :] < K), other=0.0)
+        w = tl.load(w_ptr + rn[None, :] * K + k[:, None], mask=(k[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(x, w, input_precision="ieee")
+    acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0)[None, :]
+    inner = 0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)
+    out = 0.5 * acc * (2.0 - 2.0 / (tl.exp(2.0 * inner) + 1.0))
+    tl.store(y_ptr + rm[:, None] * N + rn[None, :], out, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        x = x.contiguous()
+        M, K = x.shape
+        N = self.linear.weight.shape[0]
+        y = torch.empty(M, N, device=x.device, dtype=x.dtype)
+        linear_gelu_kernel[(triton.cdiv(M, 64), triton.cdiv(N, 64))](x, self.linear.weight, self.linear.bias, y,
+                                                                     M, N, K, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+        return y
