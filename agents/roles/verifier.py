@@ -51,11 +51,12 @@ class Verifier:
         self.options = options
         self.provider = provider
 
-    def verify(self, ctx: Context, code: str, name: str) -> Verification:
+    def verify(self, ctx: Context, code: str, name: str, review: bool = True) -> Verification:
+        """Judge ``code``; review it with the model too when ``review`` (LLM-written code)."""
         result = self.evaluator.evaluate(ctx.reference, code, ctx.reference_name, name, self.options).to_json()
         v = Verification(result["verdict"], list(result["reasons"]), result["checks"], result["check_details"],
                          result["speedup"], result.get("timing", {}))
-        if v.verdict == "pass" and self.provider is not None:
+        if review and v.verdict == "pass" and self.provider is not None:
             self._review(ctx, code, v)
         return v
 

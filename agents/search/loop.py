@@ -34,13 +34,16 @@ Event = Callable[[dict[str, Any]], None]
 class Search:
     def __init__(self, evaluator: Evaluator, options: Any, provider: Provider | None = None,
                  strategies: StrategySource | None = None, config: SearchConfig | None = None,
-                 offline: Any = None, on_event: Event | None = None, trajectory_path: str | Path | None = None):
+                 offline: Any = None, on_event: Event | None = None, trajectory_path: str | Path | None = None,
+                 archive: Any = None):
         self.evaluator = evaluator
         self.options = options
         self.provider = provider
         self.strategies = strategies or NoStrategies()
         self.config = config or SearchConfig()
         self.offline = offline
+        self.archive = archive  # has .archived(reference, backend, arch) -> entry with .code, or None
+        self.analysis: dict[str, Any] = {}
         self.on_event = on_event or (lambda e: None)
         self.path = Path(trajectory_path) if trajectory_path else None
         self.verifier = Verifier(evaluator, options, provider)
@@ -66,7 +69,8 @@ class Search:
     def _judge(self, traj: Trajectory, ctx: Context, attempt: Attempt) -> Verification:
         self._save(traj)  # the code is kept even if this process dies while judging
         started = time.monotonic()
-        v = self.verifier.verify(ctx, attempt.code, f"{attempt.id}.py")
+        # Our own templates and archived winners need no model review; LLM code does.
+        v = self.verifier.verify(ctx, attempt.code, f"{attempt.id}.py", review=attempt.source == "llm")
         self._charge(traj, v.review_call, attempt)
         attempt.verdict, attempt.reasons, attempt.checks = v.verdict, v.reasons, v.checks
         attempt.speedup, attempt.timing, attempt.review = v.speedup, v.timing, v.review
@@ -84,6 +88,7 @@ class Search:
                                     label=label)
         self.budget = Budget(self.config, already_spent_s=traj.elapsed_s)
         analysis = self.evaluator.analyze(reference, reference_name, self.options)
+        self.analysis = analysis
         ctx = Context(reference, reference_name, analysis, backend=self.config.backend)
         ctx.strategies = self.strategies.retrieve(analysis, reference, self.config.backend)
         traj.strategies_used = [{"id": s.get("id"), "title": s.get("title"), "source": s.get("source")}
@@ -91,6 +96,7 @@ class Search:
         self.on_event({"kind": "analysis", "analysis": analysis, "strategies": ctx.strategies})
         try:
             self._finish_pending(traj, ctx)
+            self._archive_round(traj, ctx, analysis)
             self._offline_round(traj, ctx, analysis)
             if self.provider is not None:
                 self._llm_rounds(traj, ctx)
@@ -109,15 +115,37 @@ class Search:
             if attempt.verdict == "pending" and attempt.code:
                 self._judge(traj, ctx, attempt)
 
-    def _offline_round(self, traj: Trajectory, ctx: Context, analysis: dict[str, Any]) -> None:
-        if self.offline is None or self.config.offline_starters <= 0:
-            return
+    def _round0(self, traj: Trajectory) -> Round:
         round_ = next((r for r in traj.rounds if r.index == 0), None)
-        if round_ is not None and len(round_.attempts) >= len(round_.plan):
-            return
         if round_ is None:
             round_ = Round(index=0)
             traj.rounds.insert(0, round_)
+        return round_
+
+    def _archive_round(self, traj: Trajectory, ctx: Context, analysis: dict[str, Any]) -> None:
+        """An identical (or near-identical) problem starts from the archived winner, judged again."""
+        if self.archive is None or any(a.source == "archive" for a in traj.attempts()):
+            return
+        arch = _arch(analysis)
+        entry = self.archive.archived(ctx.reference, self.config.backend, arch)
+        if entry is None:
+            return
+        round_ = self._round0(traj)
+        where = f"job {entry.job_id}" if getattr(entry, "job_id", None) else "the archive"
+        attempt = Attempt(id="r0-archive", round=0, strategy=f"archived winner of {entry.problem} ({where})",
+                          code=entry.code, source="archive")
+        round_.attempts.append(attempt)
+        self.on_event({"kind": "round", "index": 0, "plan": [{"title": attempt.strategy}]})
+        self._judge(traj, ctx, attempt)
+
+    def _offline_round(self, traj: Trajectory, ctx: Context, analysis: dict[str, Any]) -> None:
+        if self.offline is None or self.config.offline_starters <= 0:
+            return
+        existing = next((r for r in traj.rounds if r.index == 0), None)
+        offline_done = [a for a in existing.attempts if a.source == "offline"] if existing else []
+        if offline_done and len(offline_done) >= len(existing.plan):
+            return
+        round_ = self._round0(traj)
         # Proposals are deterministic, so a resumed round judges exactly the ones it had not reached.
         proposals = self.offline.propose(analysis, self.config.offline_starters)
         round_.plan = [{"title": f"offline: {p.family} {p.params}", "rationale": p.note} for p in proposals]
@@ -204,6 +232,13 @@ class Search:
             self.budget.check(traj.usage, len(traj.attempts()))
             previous = attempt
             draft = self.coder.repair(ctx, draft, draft.code or "", feedback)
+
+
+def _arch(analysis: dict[str, Any]) -> str:
+    import re
+
+    found = re.search(r"sm_?(\d+)", str(analysis.get("hardware", "")))
+    return f"sm_{found.group(1)}" if found else "cpu"
 
 
 def _score(attempt: Attempt | None) -> float:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import HTMLResponse
 
+from .. import web
 from . import errors
 from .metrics import REQUEST_SECONDS
-from .routes import evaluate, health, jobs
+from .routes import evaluate, health, jobs, kb
 
 
 def create_app() -> FastAPI:
@@ -19,6 +19,7 @@ def create_app() -> FastAPI:
     app.include_router(jobs.router)
     app.include_router(evaluate.router)
     app.include_router(health.router)
+    app.include_router(kb.router)
 
     @app.middleware("http")
     async def timing(request: Request, call_next) -> Response:  # noqa: ANN001
@@ -29,11 +30,7 @@ def create_app() -> FastAPI:
                                str(response.status_code)).observe(time.perf_counter() - started)
         return response
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def home() -> str:
-        return ("<!doctype html><title>KForge</title><h1>KForge</h1><p>The dashboard is coming. "
-                "Meanwhile: <a href='/docs'>API docs</a>, <a href='/readyz'>readiness</a>.</p>")
-
+    web.install(app)  # the dashboard: pages at /, /login, /jobs, /submit; assets at /static
     return app
 
 

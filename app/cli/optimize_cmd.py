@@ -20,6 +20,7 @@ from agents.providers import ProviderError
 from agents.search import SearchConfig, Trajectory
 from sandbox import EvalOptions, JudgeError
 
+from ..kb.learning import learn
 from ..settings import get_settings
 from .wiring import build_search
 
@@ -86,7 +87,10 @@ def run_optimize(problem: Path, provider: str, model: str | None, base_url: str 
     on_event = (lambda e: None) if quiet else progress_printer()
     with build_search(provider, model, base_url, config, options, on_event, traj_path) as search:
         traj = search.run(reference, problem.name, resume=previous)
+        lessons = learn(search.strategies, traj, search.analysis, config.backend, f"local:{problem.name}",
+                        search.provider)
     summary = traj.summary()
+    summary["learned"] = lessons
     if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(summary, indent=1))

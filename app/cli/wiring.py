@@ -38,6 +38,10 @@ def offline_engine() -> Any:
 def build_search(provider: str, model: str | None, base_url: str | None, config: SearchConfig,
                  options: EvalOptions, on_event: Callable[[dict[str, Any]], None] | None = None,
                  trajectory_path: Path | None = None) -> Iterator[Search]:
+    from ..kb import knowledge_base
+
+    kb = knowledge_base()
     with Judge(warm=True) as judge:
         yield Search(judge, options, provider=build_provider(provider, model, base_url), config=config,
-                     offline=offline_engine(), on_event=on_event, trajectory_path=trajectory_path)
+                     offline=offline_engine(), on_event=on_event, trajectory_path=trajectory_path,
+                     strategies=kb, archive=kb)

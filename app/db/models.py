@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from .base import Base, utcnow
@@ -100,3 +100,26 @@ class Candidate(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     job: Mapped[Job] = relationship(back_populates="candidates")
+
+
+class KbStrategy(Base):
+    """A knowledge-base strategy (knowledge_base.model.Strategy as JSON) with its embedding."""
+
+    __tablename__ = "kb_strategies"
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    vector: Mapped[bytes | None] = mapped_column(LargeBinary)
+    embedder: Mapped[str | None] = mapped_column(String(100))
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class KbArchive(Base):
+    """The best verified kernel per (problem signature, backend, architecture)."""
+
+    __tablename__ = "kb_archive"
+
+    signature: Mapped[str] = mapped_column(String(100), primary_key=True)
+    backend: Mapped[str] = mapped_column(String(16), primary_key=True)
+    arch: Mapped[str] = mapped_column(String(64), primary_key=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)

@@ -162,10 +162,16 @@ def _run(spec: dict[str, Any], job_id: str, lease: str, settings: Settings,
 
     search_config = SearchConfig(**{k: v for k, v in config.items() if k in SearchConfig.__dataclass_fields__},
                                  backend=spec["backend"])
+    from ..kb import knowledge_base
+    from ..kb.learning import learn
+
+    kb = knowledge_base(settings.db_url)
     search = Search(evaluator, options, provider=build_provider(spec["provider"], spec["model"], spec["base_url"]),
-                    config=search_config, offline=offline_engine(), on_event=on_event)
+                    config=search_config, offline=offline_engine(), on_event=on_event, strategies=kb, archive=kb)
     resume = Trajectory.from_dict(spec["trajectory"]) if spec["trajectory"] else None
     traj = search.run(spec["reference"], f"{spec['problem_name']}.py", resume=resume)
+    lessons = learn(kb, traj, search.analysis, spec["backend"], job_id, search.provider)
     persist(settings.db_url, job_id, lease, traj)
     summary = traj.summary()
-    return "succeeded", {k: summary[k] for k in ("best", "label", "usage", "stop_reason", "elapsed_s")}
+    return "succeeded", {**{k: summary[k] for k in ("best", "label", "usage", "stop_reason", "elapsed_s")},
+                         "learned": lessons}
