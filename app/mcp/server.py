@@ -1,0 +1,180 @@
+"""The MCP tools. Each returns a typed model as structuredContent (its schema
+is the tool's outputSchema) with a readable summary as text; failures the
+user can act on come back as tool errors (isError) with a clear message."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Annotated, Literal
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from sandbox import JudgeError
+from sandbox import list_problems as suite
+
+from ..errors import KForgeError
+from .backend import Backend, JobSpec, Source, follow, problems_dir
+from .models import BestKernel, Evaluation, JobStatus, ProblemInfo, ProblemList, StrategyHits
+
+log = logging.getLogger("kforge.mcp")
+
+INSTRUCTIONS = """KForge judges GPU kernels (Triton, CUDA C++) written to replace a PyTorch reference, and
+searches for faster ones. A reference (KernelBench format) defines `Model`, `get_inputs()` and
+`get_init_inputs()`; a candidate defines `ModelNew` with the same constructor and forward signature and
+must launch its own kernel. Work in a loop: write the candidate, call evaluate_kernel, read `reasons`
+(each names the failed check and why), fix exactly that, and evaluate again until the verdict is
+pass; then aim for a higher `speedup`. search_strategies suggests optimisation strategies; list_problems
+names bundled problems usable as `reference`; submit_optimization runs KForge's own search as a job
+(follow it with job_status, fetch the result with best_kernel)."""
+
+Reference = Annotated[str, Field(description=(
+    "The reference: Python source defining Model, get_inputs and get_init_inputs (KernelBench format), "
+    "or the name of a bundled problem from list_problems, e.g. 'level1/1_relu_scale'."))]
+Device = Annotated[Literal["auto", "cpu", "cuda"] | None, Field(description=(
+    "Where to judge: cuda times on the GPU; cpu runs Triton in its interpreter (correctness only, no "
+    "speedup). Default: the server's setting (KFORGE_DEVICE, normally auto)."))]
+GpuKind = Annotated[str | None, Field(pattern=r"^[a-z0-9_-]{1,32}$", description=(
+    "Remote service only: route to the workers of this GPU kind (queue gpu-<kind>), e.g. 'h100'."))]
+WaitS = Annotated[float, Field(ge=0, le=600, description=(
+    "Wait up to this many seconds for the job to finish, reporting progress meanwhile; 0 returns at once."))]
+JobId = Annotated[str, Field(min_length=1, max_length=64, description="The id submit_optimization returned.")]
+
+
+def build_server(service: Backend) -> MCPServer:
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        service.start()
+        try:
+            yield
+        finally:
+            await service.close()
+
+    server = MCPServer("kforge", title="KForge", version="0.1.0", instructions=INSTRUCTIONS, lifespan=lifespan)
+    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+
+    @server.tool(title="Judge a kernel", annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=False))
+    async def evaluate_kernel(
+        ctx: Context,
+        reference: Reference,
+        candidate: Annotated[str, Field(min_length=1, description=(
+            "The candidate: Python source defining ModelNew (same constructor and forward signature as Model) "
+            "that computes the same result with its own Triton or CUDA kernel."))],
+        device: Device = None,
+        gpu_kind: GpuKind = None,
+    ) -> Annotated[CallToolResult, Evaluation]:
+        """Judge a candidate kernel against its reference in KForge's sandbox: correctness on fresh random
+        inputs at the default and at perturbed sizes, anti-cheat checks (it must launch its own kernel and
+        must not call the reference's torch ops, tamper with timers, or leave work running) and, on a GPU,
+        the speedup over eager PyTorch. `verdict` is pass only when every check passes; otherwise `reasons`
+        says which checks failed and why. Takes seconds to a few minutes; progress is reported."""
+        with tool_errors():
+            source = Source.of(reference)
+            return result(await service.evaluate(source, candidate, device, gpu_kind, ctx.report_progress))
+
+    @server.tool(title="Start an optimisation job", annotations=ToolAnnotations(readOnlyHint=False,
+                                                                                destructiveHint=False))
+    async def submit_optimization(
+        ctx: Context,
+        reference: Reference,
+        max_rounds: Annotated[int, Field(ge=0, le=50, description=(
+            "LLM rounds after round 0 (which judges the offline engine's starter kernels)."))] = 3,
+        provider: Annotated[Literal["offline", "openai", "anthropic"], Field(description=(
+            "Who writes kernels: offline = KForge's own starter kernels only; openai / anthropic need the "
+            "service's keys."))] = "offline",
+        model: Annotated[str | None, Field(max_length=100, description="The provider's model name.")] = None,
+        backend: Annotated[Literal["triton", "cuda"], Field(description="The kernel language.")] = "triton",
+        device: Device = None,
+        gpu_kind: GpuKind = None,
+        candidates_per_round: Annotated[int, Field(ge=1, le=16)] = 2,
+        target_speedup: Annotated[float | None, Field(gt=0, description="Stop once this speedup is reached.")] = None,
+        max_cost_usd: Annotated[float | None, Field(gt=0)] = None,
+        name: Annotated[str | None, Field(max_length=200, description="Display name.")] = None,
+        wait_s: WaitS = 0,
+    ) -> Annotated[CallToolResult, JobStatus]:
+        """Start KForge's search for a faster verified kernel as a background job and return its id and
+        status. Follow it with job_status (wait_s there waits and reports progress) and fetch the result with
+        best_kernel."""
+        with tool_errors():
+            spec = JobSpec(Source.of(reference), {
+                "max_rounds": max_rounds, "provider": provider, "model": model, "backend": backend,
+                "device": device, "gpu_kind": gpu_kind, "candidates_per_round": candidates_per_round,
+                "target_speedup": target_speedup, "max_cost_usd": max_cost_usd, "name": name})
+            status = await service.submit(spec)
+            if wait_s > 0:
+                status = await follow(service, status.job_id, wait_s, ctx.report_progress)
+            return result(status)
+
+    @server.tool(title="Follow a job", annotations=read_only)
+    async def job_status(ctx: Context, job_id: JobId, wait_s: WaitS = 0) -> Annotated[CallToolResult, JobStatus]:
+        """A job's status (queued, running, succeeded, failed, cancelled) and progress: rounds done of those
+        planned, candidates judged and passed, the best speedup so far, and the last candidates with their
+        verdicts and reasons. With wait_s, waits for the job to finish, reporting progress meanwhile."""
+        with tool_errors():
+            return result(await follow(service, job_id, wait_s, ctx.report_progress))
+
+    @server.tool(title="Get the best kernel", annotations=read_only)
+    async def best_kernel(job_id: JobId) -> Annotated[CallToolResult, BestKernel]:
+        """The code of a job's best verified kernel (a complete candidate file defining ModelNew), with its
+        verdict, speedup and the strategy that produced it."""
+        with tool_errors():
+            return result(await service.best(job_id))
+
+    @server.tool(title="Search optimisation strategies", annotations=read_only)
+    async def search_strategies(
+        query: Annotated[str, Field(min_length=1, max_length=500, description=(
+            "What to optimise, in words or op names, e.g. 'softmax over long rows', 'fused matmul + bias'."))],
+        k: Annotated[int, Field(ge=1, le=50)] = 5,
+        backend: Annotated[Literal["triton", "cuda"] | None, Field(description="Only strategies for it.")] = None,
+        op_family: Annotated[str | None, Field(description=(
+            "Only strategies for this op family: elementwise, softmax, norm, reduction, matmul, conv, attention, "
+            "pool."))] = None,
+        mode: Literal["hybrid", "embedding", "keyword"] = "hybrid",
+    ) -> Annotated[CallToolResult, StrategyHits]:
+        """Search KForge's knowledge base of kernel optimisation strategies (curated, and learned from earlier
+        runs with the evidence of how they fared), best match first."""
+        with tool_errors():
+            found = await service.search_strategies(query, k, backend, op_family, mode)
+            return result(StrategyHits(query=query, results=found))
+
+    @server.tool(title="List bundled problems", annotations=read_only)
+    async def list_problems(
+        level: Annotated[int | None, Field(ge=1, le=10, description="Only this KernelBench level.")] = None,
+    ) -> Annotated[CallToolResult, ProblemList]:
+        """The bundled problem suite (KernelBench format): each problem's name (usable as `reference`),
+        level, input shapes and size constants."""
+        with tool_errors():
+            root = problems_dir()
+            found = [ProblemInfo(name=p["path"].removeprefix(root + "/").removesuffix(".py"), level=p.get("level"),
+                                 input_shapes=p.get("input_shapes"), constants=p.get("constants") or {},
+                                 error=p.get("error"))
+                     for p in await anyio.to_thread.run_sync(suite, root)]
+            return result(ProblemList(problems=[p for p in found if level is None or p.level == level]))
+
+    return server
+
+
+def result(model: Evaluation | JobStatus | BestKernel | ProblemList | StrategyHits) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=model.summary())],
+                          structured_content=model.model_dump(mode="json"))
+
+
+@contextmanager
+def tool_errors() -> Iterator[None]:
+    """Our errors become tool errors with their own message; anything else is logged and reported by kind."""
+    try:
+        yield
+    except ToolError:
+        raise
+    except (KForgeError, JudgeError) as exc:
+        raise ToolError(str(exc)) from exc
+    except ValidationError as exc:
+        raise ToolError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from exc
+    except Exception as exc:
+        log.exception("tool failed")
+        raise ToolError(f"unexpected error ({type(exc).__name__}): {exc}"[:1000]) from exc
