@@ -1,0 +1,70 @@
+"""What the job pages show, computed from the service's job detail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from ..db.models import Candidate, Job
+from ..services import jobs as svc
+from .chart import best_speedup_chart
+
+LIVE_STATUSES = ("queued", "running")
+
+
+def check_rows(cand: dict[str, Any]) -> tuple[list[dict[str, str]], list[str]]:
+    """Each named check with its outcome and, when it failed, the judge's detail
+    (a failed check's reason reads "name: detail"); reasons naming no check
+    (a malformed reply, the reviewer's concerns) come back on their own."""
+    details, loose = {}, []
+    for reason in cand["reasons"]:
+        name, sep, detail = reason.partition(": ")
+        if sep and name in cand["checks"]:
+            details[name] = detail
+        else:
+            loose.append(reason)
+    rows = [{"name": n, "outcome": o, "detail": details.get(n, "")} for n, o in cand["checks"].items()]
+    return rows, loose
+
+
+def job_view(job: Job) -> dict[str, Any]:
+    detail = svc.job_detail(job)
+    candidates = [c for r in detail["rounds"] for c in r["candidates"]]
+    for c in candidates:
+        c["check_rows"], c["loose_reasons"] = check_rows(c)
+        c["compare_to"] = c["parent_id"] or c["repair_of"]
+    usage = detail["usage"] or {
+        "input_tokens": sum(c["input_tokens"] for c in candidates),
+        "output_tokens": sum(c["output_tokens"] for c in candidates),
+        "cost_usd": sum(c["cost_usd"] for c in candidates)}
+    best = next((c for c in candidates if c["attempt_id"] == detail["best_attempt_id"]), None)
+    verdicts = {v: sum(1 for c in candidates if c["verdict"] == v) for v in ("pass", "fail", "error")}
+    return {"job": detail, "candidates": candidates, "evaluation": evaluation_rows(detail), "usage": usage,
+            "best": best, "verdicts": verdicts,
+            "chart": best_speedup_chart(detail["rounds"]), "live": detail["status"] in LIVE_STATUSES,
+            "version": live_version(job, len(candidates))}
+
+
+def evaluation_rows(detail: dict[str, Any]) -> list[dict[str, str]] | None:
+    """An evaluate job has no rounds: its one verdict's checks, with every check's detail."""
+    result = detail["result"] or {}
+    if detail["kind"] != "evaluate" or "checks" not in result:
+        return None
+    details = result.get("check_details", {})
+    return [{"name": n, "outcome": o, "detail": details.get(n, "")}
+            for n, o in result["checks"].items()]
+
+
+def live_version(job: Job, count: int) -> str:
+    """Changes whenever the page would: status, candidates judged, best, runs, cancellation."""
+    return f"{job.status}|{count}|{job.best_attempt_id}|{job.runs}|{int(job.cancel_requested)}"
+
+
+def candidate_count(session: Session, job_id: str) -> int:
+    return session.scalar(select(func.count()).select_from(Candidate).where(Candidate.job_id == job_id)) or 0
+
+
+def candidate(session: Session, job_id: str, attempt_id: str) -> Candidate | None:
+    return session.scalar(select(Candidate).where(Candidate.job_id == job_id, Candidate.attempt_id == attempt_id))
