@@ -1,0 +1,137 @@
+"""Batch metrics, defined exactly.
+
+A *record* is one (problem, sample). It is **correct** when the search found a
+kernel that passed every check of the judge and that kernel passed again in a
+final evaluation with fresh seeds. A record that errored (unusable reference,
+provider failure) counts as not correct; nothing is left out of a denominator.
+
+- **correctness rate**: correct records / records.
+- **fast_p** (p in P_VALUES), against eager and against torch.compile: the share
+  of records that are correct *and* whose speedup (baseline median time over
+  the kernel's median time, same evaluation) is > p. fast_0 is the correctness
+  rate (any measured speedup is > 0), as in KernelBench. For p > 0 a correct
+  record without a speedup (e.g. torch.compile failed on that reference) counts
+  as not fast, and is counted in `notes`. Without GPU timing (any record judged
+  on the CPU, where Triton runs in its interpreter) fast_p for p > 0 is null,
+  never 0.
+- **geometric-mean speedup**: exp(mean(log s)) over correct records with a speedup;
+  null when there are none.
+- **held-out pass rate**: among correct records whose held-out evaluation ran
+  (the reference could run at the held-out sizes), the share that passed.
+- **tokens, dollars, wall time**: sums, and means per record.
+
+Two views when `--samples K` > 1: `per_sample` treats every (problem, sample)
+as a record (the expected result of one attempt); `best_of_k` takes per problem
+its best sample (correct first, then the highest eager speedup).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+P_VALUES = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
+BASELINES = ("eager", "compile")
+NO_GPU = "no GPU timing: Triton ran in its interpreter on the CPU, so speedups are not measured"
+
+
+def gpu_timed(records: list[dict[str, Any]]) -> bool:
+    done = [r for r in records if r.get("status") == "done"]
+    return bool(done) and all(r.get("device") == "cuda" for r in done)
+
+
+def fast_p(records: list[dict[str, Any]], baseline: str, p: float) -> float | None:
+    if not records:
+        return None
+    correct = [r for r in records if r.get("correct")]
+    if p == 0:
+        return len(correct) / len(records)
+    if not gpu_timed(records):
+        return None
+    key = f"speedup_{baseline}"
+    return sum(1 for r in correct if r.get(key) is not None and r[key] > p) / len(records)
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    vals = [v for v in values if v is not None and v > 0]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def best_of(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    return max(samples, key=lambda r: (bool(r.get("correct")), r.get("speedup_eager") or 0.0))
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The metrics of one view (a list of records)."""
+    n = len(records)
+    correct = [r for r in records if r.get("correct")]
+    timed = gpu_timed(records)
+    out: dict[str, Any] = {
+        "records": n, "correct": len(correct), "errors": sum(1 for r in records if r.get("status") == "error"),
+        "correctness_rate": len(correct) / n if n else None,
+        "gpu_timed": timed, "notes": [],
+    }
+    if n and not timed:
+        done = any(r.get("status") == "done" for r in records)
+        out["notes"].append(NO_GPU if done else "no record finished, so nothing was timed")
+    for base in BASELINES:
+        key = f"speedup_{base}"
+        out[f"fast_p_{base}"] = {f"{p:g}": fast_p(records, base, p) for p in P_VALUES}
+        out[f"geomean_speedup_{base}"] = geomean(r.get(key) for r in correct) if timed else None
+        missing = sum(1 for r in correct if r.get(key) is None)
+        if timed and missing:
+            out["notes"].append(f"{missing} correct record(s) have no speedup vs {base}; counted as not fast")
+    held = [r["held_out"]["status"] for r in correct if r.get("held_out")]
+    ran = [s for s in held if s in ("pass", "fail")]
+    out["held_out"] = {"pass": ran.count("pass"), "fail": ran.count("fail"),
+                       "unavailable": held.count("unavailable"),
+                       "pass_rate": ran.count("pass") / len(ran) if ran else None}
+    tokens = [int(r.get("input_tokens", 0)) + int(r.get("output_tokens", 0)) for r in records]
+    cost = [float(r.get("cost_usd", 0.0)) for r in records]
+    wall = [float(r.get("wall_s", 0.0)) for r in records]
+    out["cost"] = {"tokens": sum(tokens), "usd": sum(cost), "wall_s": sum(wall),
+                   "tokens_per_record": sum(tokens) / n if n else None, "usd_per_record": sum(cost) / n if n else None,
+                   "wall_s_per_record": sum(wall) / n if n else None}
+    return out
+
+
+def by_problem(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(r["problem"], []).append(r)
+    return groups
+
+
+def compute(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every view, and per level, over the finished records (missing ones are counted)."""
+    finished = [r for r in records if r.get("status") in ("done", "error")]
+    groups = by_problem(finished)
+    samples = max((len(v) for v in groups.values()), default=0)
+    out: dict[str, Any] = {"p_values": list(P_VALUES), "problems": len(groups), "samples": samples,
+                           "unfinished": len(records) - len(finished), "per_sample": summarize(finished)}
+    if samples > 1:
+        out["best_of_k"] = summarize([best_of(v) for v in groups.values()])
+    levels = sorted({r.get("level") for r in finished}, key=lambda v: (v is None, v or 0))
+    out["per_level"] = {str(lv): summarize([r for r in finished if r.get("level") == lv]) for lv in levels}
+    return out
+
+
+def problem_row(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row per problem: its best sample's results and the sums over samples."""
+    best = best_of(samples)
+    held = (best.get("held_out") or {}).get("status") if best.get("correct") else None
+    return {
+        "problem": best["problem"], "level": best.get("level"), "samples": len(samples),
+        "samples_correct": sum(1 for r in samples if r.get("correct")), "correct": bool(best.get("correct")),
+        "status": best.get("status"), "speedup_eager": best.get("speedup_eager"),
+        "speedup_compile": best.get("speedup_compile"), "baseline_source": best.get("baseline_source"),
+        "held_out": held, "device": best.get("device"),
+        "tokens": sum(int(r.get("input_tokens", 0)) + int(r.get("output_tokens", 0)) for r in samples),
+        "cost_usd": sum(float(r.get("cost_usd", 0.0)) for r in samples),
+        "wall_s": sum(float(r.get("wall_s", 0.0)) for r in samples),
+        "best_id": (best.get("best") or {}).get("id"), "error": best.get("error"),
+        "reasons": "; ".join(((best.get("final") or {}).get("reasons") or [])[:2]),
+    }

@@ -1,0 +1,192 @@
+"""One (problem, sample) of a batch, run inside a worker process.
+
+The search is the one `kforge optimize` runs (provider, offline engine and
+judge wired as in `build_search`), with its trajectory in the task's folder so
+a crash resumes where it was. Each worker process keeps one warm judge across
+its tasks; on a GPU every evaluation holds the device's lock (the service
+workers' lock, `app/worker/gpu_lock.py`), so parallel workers never time at
+the same moment on one GPU. Then the best
+kernel gets a final evaluation with fresh seeds (its verdict is the task's
+`correct`; on a GPU its timing gives both speedups) and a held-out evaluation.
+`summary.json`, written atomically and last, marks the task done.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agents.providers import ProviderError
+from agents.search import Search, SearchConfig, Trajectory
+from sandbox import EvalOptions, Judge, JudgeError
+from sandbox.judge import resolve_device
+
+from ..cli.wiring import build_provider, offline_engine
+from ..settings import get_settings
+from ..worker.gpu_lock import LockedEvaluator, device_key
+from .baselines import BaselineCache
+from .heldout import held_out
+
+_JUDGE: Judge | None = None
+
+
+@dataclass
+class TaskSpec:
+    problem: dict[str, Any]  # SuiteProblem.to_dict()
+    sample: int
+    out: str
+    provider: str
+    model: str | None
+    base_url: str | None
+    config: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    held_out: bool = True
+    baseline_cache: str | None = None
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
+
+
+def run_task(spec: TaskSpec) -> dict[str, Any]:
+    """Never raises: a failure becomes an `error` record (and error.json, which
+    does not mark the task done, so a rerun tries it again)."""
+    out = Path(spec.out)
+    started = time.monotonic()
+    try:
+        record = _run(spec, out, started)
+    except (JudgeError, ProviderError, ValueError, OSError) as exc:
+        return _error(spec, out, str(exc), started)
+    except Exception as exc:  # a bug must not take the other tasks down with it
+        return _error(spec, out, f"{type(exc).__name__}: {exc}", started, traceback.format_exc())
+    write_json_atomic(out / "summary.json", record)
+    (out / "error.json").unlink(missing_ok=True)
+    return record
+
+
+def _error(spec: TaskSpec, out: Path, message: str, started: float, trace: str | None = None) -> dict[str, Any]:
+    record = {**base_record(spec), "status": "error", "error": message[:2000], "wall_s": time.monotonic() - started}
+    write_json_atomic(out / "error.json", {**record, "traceback": trace})
+    return record
+
+
+def base_record(spec: TaskSpec) -> dict[str, Any]:
+    p = spec.problem
+    return {"problem": p["id"], "name": p["name"], "level": p["level"], "sample": spec.sample, "correct": False}
+
+
+def evaluator(options: EvalOptions) -> Any:
+    """This process's warm judge (started once, reused by every task it runs),
+    behind the GPU lock when evaluations run on CUDA."""
+    global _JUDGE
+    if _JUDGE is None:
+        _JUDGE = Judge(warm=True)
+        atexit.register(_JUDGE.close)
+    if resolve_device(options.device) == "cuda":
+        return LockedEvaluator(_JUDGE, get_settings().gpu_lock_dir, device_key())
+    return _JUDGE
+
+
+def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
+    reference = Path(spec.problem["path"]).read_text(encoding="utf-8")
+    name = spec.problem["name"]
+    traj_path = out / "trajectory.json"
+    previous = Trajectory.load(traj_path) if traj_path.exists() else None
+    seen: dict[str, Any] = {}
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["kind"] == "analysis":
+            seen.update(device=event["analysis"].get("device"), hardware=event["analysis"].get("hardware"))
+
+    options = EvalOptions(**spec.options)
+    # The search optimises against eager; torch.compile is timed once, in the final evaluation.
+    search_options = replace(options, compile_baseline=False)
+    judge = evaluator(options)
+    search = Search(judge, search_options, provider=build_provider(spec.provider, spec.model, spec.base_url),
+                    config=SearchConfig(**spec.config), offline=offline_engine(), on_event=on_event,
+                    trajectory_path=traj_path)
+    traj = search.run(reference, f"{name}.py", resume=previous)
+    evaluated = time.monotonic()
+
+    def judge_fn(ref: str, ref_name: str, code: str, opts: EvalOptions = options) -> dict[str, Any]:
+        return judge.evaluate(ref, code, ref_name, "best.py", opts).to_json()
+
+    best = traj.best()
+    final = timed = None
+    if best is not None:
+        cache = BaselineCache(Path(spec.baseline_cache)) if spec.baseline_cache else None
+        final, timed = final_evaluation(judge_fn, reference, name, best.code, options, seen, cache)
+    heldout = None
+    if spec.held_out and final and final["verdict"] == "pass":
+        quick = replace(options, trials=3, timing_sets=1, compile_baseline=False)
+        heldout = held_out(lambda r, n, c: judge_fn(r, n, c, quick), reference, name, best.code)
+    eval_s = time.monotonic() - evaluated
+    if best is not None:
+        (out / "best.py").write_text(best.code)
+    summary = traj.summary()
+    return {
+        **base_record(spec), "status": "done", "device": seen.get("device"), "hardware": seen.get("hardware"),
+        "correct": bool(final and final["verdict"] == "pass"),
+        "search_found": best is not None,
+        "final": None if final is None else {k: final.get(k) for k in ("verdict", "reasons", "timing", "checks")},
+        **timed_fields(timed),
+        "held_out": heldout,
+        "input_tokens": int(traj.usage["input_tokens"]), "output_tokens": int(traj.usage["output_tokens"]),
+        "cost_usd": float(traj.usage["cost_usd"]),
+        "search_wall_s": traj.elapsed_s, "eval_wall_s": eval_s, "wall_s": traj.elapsed_s + eval_s,
+        "candidates": len(traj.attempts()), "stop_reason": traj.stop_reason, "label": traj.label,
+        "best": None if best is None else {"id": best.id, "source": best.source, "strategy": best.strategy,
+                                            "search_speedup": best.speedup},
+        "rounds": summary["rounds"], "finished_at": time.time(),
+    }
+
+
+def final_evaluation(judge_fn: Any, reference: str, name: str, code: str, options: EvalOptions, seen: dict[str, Any],
+                     cache: BaselineCache | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Judge the best kernel again with fresh seeds; on a GPU time the compile
+    baseline unless the cache holds it. Returns the result and the speedups."""
+    gpu = seen.get("hardware") if seen.get("device") == "cuda" else None
+    cached = cache.get(gpu, reference) if cache and gpu else None
+    opts = replace(options, compile_baseline=bool(gpu) and cached is None)
+    result = judge_fn(reference, f"{name}.py", code, opts)
+    timing = result.get("timing") or {}
+    if cache and gpu and cached is None:
+        cache.put(gpu, reference, timing)
+    return result, speedups(result, timing, cached)
+
+
+def speedups(result: dict[str, Any], timing: dict[str, Any], cached: dict[str, Any] | None) -> dict[str, Any]:
+    if result.get("verdict") != "pass" or timing.get("device") != "cuda":
+        return {"baseline_source": None}
+    eager = (timing.get("speedup_vs_eager") or {}).get("value")
+    compile_ = (timing.get("speedup_vs_compile") or {}).get("value")
+    cand = (timing.get("candidate") or {}).get("median_ms")
+    out: dict[str, Any] = {"speedup_eager": eager, "speedup_compile": compile_, "baseline_source": "measured"}
+    if cached is not None and cand:
+        out.update(speedup_compile=cached["baseline_compile"]["median_ms"] / cand, baseline_source="cache")
+        cached_eager = (cached.get("baseline_eager") or {}).get("median_ms")
+        fresh_eager = (timing.get("baseline_eager") or {}).get("median_ms")
+        if cached_eager and fresh_eager:
+            out["eager_drift"] = fresh_eager / cached_eager  # 1.0: the machine times like when it was cached
+    return out
+
+
+def timed_fields(timed: dict[str, Any] | None) -> dict[str, Any]:
+    timed = timed or {}
+    return {"speedup_eager": timed.get("speedup_eager"), "speedup_compile": timed.get("speedup_compile"),
+            "baseline_source": timed.get("baseline_source"), "eager_drift": timed.get("eager_drift")}
+
+
+def spec_fields(config: SearchConfig, options: EvalOptions) -> tuple[dict[str, Any], dict[str, Any]]:
+    return config.to_dict(), asdict(options)

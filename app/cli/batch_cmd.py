@@ -1,0 +1,196 @@
+"""`kforge batch run SUITE`, `kforge batch report DIR`, `kforge batch compare RUN_A RUN_B`.
+
+`run` searches every (problem, sample) of a suite across worker processes (or
+through a running service with --api), resumably, with live progress on
+stderr, and writes report.{json,csv,md,html} into --out. Exit 0 when every
+task finished, 1 when some failed (a rerun retries them), 2 on a bad request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from agents.search import SearchConfig
+from sandbox import EvalOptions, JudgeError
+
+from ..batch.baselines import default_path
+from ..batch.compare import compare
+from ..batch.report import fmt, headline_rows
+from ..batch.runner import BatchError, BatchRequest, rewrite_reports, run_batch
+from ..batch.suite import suite_root
+from ..settings import get_settings
+
+batch_app = typer.Typer(no_args_is_help=True)
+err = Console(stderr=True)
+
+
+@batch_app.command("run")
+def run_command(
+    suite: Annotated[Path, typer.Argument(help="Suite folder: problems/, or a KernelBench checkout (or its KernelBench/).")],
+    provider: Annotated[str | None, typer.Option(help="offline | openai | anthropic (default: KFORGE_PROVIDER)")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for the provider.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible URL or Anthropic root.")] = None,
+    level: Annotated[int | None, typer.Option(help="Only this level.")] = None,
+    problems: Annotated[str | None, typer.Option("--problems", help="Glob on the id (level1/19_*) or the name.")] = None,
+    samples: Annotated[int, typer.Option(help="Independent searches per problem.")] = 1,
+    workers: Annotated[int, typer.Option(help="Worker processes, each with its own warm judge.")] = 1,
+    out: Annotated[Path | None, typer.Option("--out", help="Run folder (rerun with the same one to resume).")] = None,
+    max_rounds: Annotated[int, typer.Option("--max-rounds", help="LLM rounds after the offline starters.")] = 3,
+    candidates_per_round: Annotated[int, typer.Option("--candidates-per-round")] = 2,
+    max_repairs: Annotated[int, typer.Option("--max-repairs")] = 2,
+    offline_starters: Annotated[int, typer.Option("--offline-starters", help="Offline starter kernels judged first.")] = 4,
+    max_cost: Annotated[float | None, typer.Option("--max-cost", help="Dollar budget per search.")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget per search.")] = None,
+    max_wall: Annotated[float | None, typer.Option("--max-wall", help="Wall-time budget per search, seconds.")] = None,
+    target_speedup: Annotated[float | None, typer.Option("--target-speedup")] = None,
+    backend: Annotated[str, typer.Option(help="triton | cuda")] = "triton",
+    device: Annotated[str | None, typer.Option(help="auto | cpu | cuda")] = None,
+    sandbox: Annotated[str | None, typer.Option(help="process | docker")] = None,
+    held_out: Annotated[bool, typer.Option("--held-out/--no-held-out", help="Judge passing kernels at unseen sizes.")] = True,
+    baseline_cache: Annotated[Path | None, typer.Option("--baseline-cache", help="Baseline timing cache file.")] = None,
+    api: Annotated[str | None, typer.Option("--api", help="Run through a KForge API at this URL instead of locally.")] = None,
+    token: Annotated[str | None, typer.Option("--token", envvar="KFORGE_TOKEN", help="API token for --api.")] = None,
+    gpu_kind: Annotated[str | None, typer.Option("--gpu-kind", help="With --api: run on queue gpu-<kind>.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report's metrics as one JSON object.")] = False,
+) -> None:
+    """Search every problem of a suite (x --samples), in parallel and resumable; write the reports."""
+    settings = get_settings()
+    provider = provider or settings.provider
+    config = SearchConfig(max_rounds=max_rounds, candidates_per_round=candidates_per_round, max_repairs=max_repairs,
+                          max_cost_usd=max_cost, max_tokens=max_tokens, max_wall_s=max_wall,
+                          target_speedup=target_speedup, backend=backend, offline_starters=offline_starters)
+    options = EvalOptions(device=device or settings.device, sandbox=sandbox or settings.sandbox,
+                          timeout=settings.eval_timeout_s, memory_mb=settings.memory_mb)
+    out = out or Path("batch-runs") / re.sub(r"[^A-Za-z0-9._-]+", "-", f"{suite_root(suite).resolve().name}-{provider}"
+                                                                          f"{'-' + model if model else ''}")
+    req = BatchRequest(suite=suite, out=out, provider=provider, model=model, base_url=base_url, level=level,
+                       pattern=problems, samples=samples, workers=workers, config=config, options=options,
+                       held_out=held_out, baseline_cache=baseline_cache or default_path(), api=api, token=token,
+                       gpu_kind=gpu_kind)
+    try:
+        validate(req)
+        with LiveProgress() as progress:
+            report = run_batch(req, progress.on_event)
+    except (BatchError, JudgeError, ValueError, OSError) as exc:
+        if as_json:
+            sys.stdout.write(json.dumps({"error": str(exc)}) + "\n")
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    except KeyboardInterrupt:
+        err.print(f"interrupted: finished tasks are kept in {out}; run the same command again to resume")
+        raise typer.Exit(130) from None
+    if as_json:
+        sys.stdout.write(json.dumps({"out": str(out), "metrics": report["metrics"]}) + "\n")
+    else:
+        render_metrics(report)
+        Console().print(f"reports: {out}/report.{{json,csv,md,html}}")
+    raise typer.Exit(1 if report["metrics"]["per_sample"]["errors"] else 0)
+
+
+def validate(req: BatchRequest) -> None:
+    if req.provider not in ("offline", "openai", "anthropic"):
+        raise BatchError(f"--provider {req.provider!r}: use offline, openai or anthropic")
+    if req.config.backend not in ("triton", "cuda"):
+        raise BatchError(f"--backend {req.config.backend!r}: use triton or cuda")
+    if req.gpu_kind and not req.api:
+        raise BatchError("--gpu-kind routes service jobs: use it with --api (locally, --device picks the device)")
+    if not Path(req.suite).is_dir():
+        raise BatchError(f"{req.suite}: not a directory")
+
+
+class LiveProgress:
+    """A progress bar on stderr (done / total, passes so far) and a line per finished task."""
+
+    def __init__(self) -> None:
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("[green]{task.fields[passed]} pass"), TimeElapsedColumn(), console=err)
+        self.task: Any = None
+
+    def __enter__(self) -> LiveProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        kind = event["kind"]
+        if kind == "start":
+            if event["done"]:
+                self.progress.console.print(f"resuming: {event['done']} of {event['total']} task(s) already done")
+            self.task = self.progress.add_task("batch", total=event["total"], completed=event["done"],
+                                               passed=event["passed"])
+        elif kind == "finished" and self.task is not None:
+            r = event["record"]
+            passed = self.progress.tasks[0].fields["passed"] + (1 if r.get("correct") else 0)
+            self.progress.update(self.task, advance=1, passed=passed, description=r["problem"])
+            self.progress.console.print(task_line(r))
+
+
+def task_line(r: dict[str, Any]) -> str:
+    where = f"{r['problem']} s{r['sample']}"
+    if r.get("status") == "error":
+        return f"[red]error[/] {where}: {str(r.get('error'))[:160]}"
+    verdict = "[green]pass[/]" if r.get("correct") else "[red]fail[/]"
+    speed = f" {r['speedup_eager']:.2f}x" if r.get("speedup_eager") else ""
+    held = f", held-out {(r.get('held_out') or {}).get('status')}" if r.get("held_out") else ""
+    return f"{verdict} {where}{speed}{held} ({r.get('wall_s', 0):.1f} s)"
+
+
+def render_metrics(report: dict[str, Any]) -> None:
+    m = report["metrics"]
+    table = Table("metric", "value", title=f"{m['problems']} problems x {m['samples']} sample(s)")
+    for k, v in headline_rows(m.get("best_of_k") or m["per_sample"]):
+        table.add_row(k, v)
+    Console().print(table)
+    for note in m["per_sample"]["notes"]:
+        Console().print(f"[yellow]note:[/] {note}")
+
+
+@batch_app.command("report")
+def report_command(run: Annotated[Path, typer.Argument(help="A run folder (its --out).")]) -> None:
+    """Write the reports again from a run folder, e.g. after an interrupted run."""
+    try:
+        report = rewrite_reports(run)
+    except BatchError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    render_metrics(report)
+
+
+@batch_app.command("compare")
+def compare_command(
+    run_a: Annotated[Path, typer.Argument(help="Run folder (or report.json) A.")],
+    run_b: Annotated[Path, typer.Argument(help="Run folder (or report.json) B.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Per-problem changes from A to B: verdicts, speedups, held-out."""
+    try:
+        diff = compare(run_a, run_b)
+    except BatchError as exc:
+        if as_json:
+            sys.stdout.write(json.dumps({"error": str(exc)}) + "\n")
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    if as_json:
+        sys.stdout.write(json.dumps(diff) + "\n")
+        return
+    table = Table("problem", "change", "correct A -> B", "speedup A", "speedup B", "B/A", "held-out A -> B")
+    for r in diff["rows"]:
+        table.add_row(r["problem"], r["change"], f"{r['correct_a']} -> {r['correct_b']}", fmt(r["speedup_eager_a"], "x"),
+                      fmt(r["speedup_eager_b"], "x"), fmt(r["speedup_eager_ratio"], "x"),
+                      f"{r['held_out_a'] or 'n/a'} -> {r['held_out_b'] or 'n/a'}")
+    Console().print(table)
+    Console().print(", ".join(f"{k}: {v}" for k, v in sorted(diff["changes"].items())))
+    for k, v in diff["metrics"].items():
+        kind = "x" if k.startswith("geomean") else "%"
+        Console().print(f"{k}: {fmt(v['a'], kind)} -> {fmt(v['b'], kind)}")
