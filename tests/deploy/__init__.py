@@ -1,0 +1,1 @@
+"""Deployment files: Dockerfile, docker-compose.yml, docs/runbook.md."""
