@@ -3,6 +3,7 @@ the transaction), the settings and the current user."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -17,6 +18,8 @@ from ..services.tokens import authenticate
 from ..settings import Settings, get_settings
 from ..worker.celery_app import enqueue
 
+log = logging.getLogger("kforge.api")
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
@@ -29,7 +32,10 @@ def get_session(settings: SettingsDep) -> Iterator[Session]:
     @event.listens_for(session, "after_commit")
     def _send(sess: Session) -> None:
         for job_id, queue in sess.info.pop("enqueue", []):
-            enqueue(job_id, queue)
+            try:
+                enqueue(job_id, queue)
+            except Exception:  # broker down: the job is stored; the workers' reaper sends it later
+                log.warning("could not enqueue job %s now; it stays queued for the reaper", job_id, exc_info=True)
         sess.info["enqueue"] = []
 
     @event.listens_for(session, "after_rollback")

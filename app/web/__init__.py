@@ -7,10 +7,10 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from .render import STATIC
-from .routes import auth, batch, jobs, placeholders, submit
+from .routes import auth, batch, jobs, kb, submit
 
 
 def install(app: FastAPI) -> None:
-    for module in (auth, jobs, submit, batch, placeholders):
+    for module in (auth, jobs, submit, batch, kb):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

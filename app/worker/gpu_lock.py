@@ -12,14 +12,17 @@ from typing import Any
 class LockedEvaluator:
     """Wraps the judge; evaluate() holds the device's lock (analyze does not time)."""
 
-    def __init__(self, judge: Any, lock_dir: Path, device_key: str) -> None:
+    def __init__(self, judge: Any, lock_dir: Path, device_key: str, enabled: bool = True) -> None:
         self.judge = judge
+        self.enabled = enabled  # CPU evaluations time nothing that matters: no lock
         self.path = lock_dir / f"kforge-gpu-{device_key}.lock"
 
     def analyze(self, *args: Any, **kwargs: Any) -> Any:
         return self.judge.analyze(*args, **kwargs)
 
     def evaluate(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.enabled:
+            return self.judge.evaluate(*args, **kwargs)
         with open(self.path, "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:

@@ -149,7 +149,10 @@ def _run(spec: dict[str, Any], job_id: str, lease: str, settings: Settings,
     config = spec["config"] or {}
     options = EvalOptions(device=config.get("device", settings.device), sandbox=settings.sandbox,
                           timeout=settings.eval_timeout_s, memory_mb=settings.memory_mb)
-    evaluator = LockedEvaluator(judge(), settings.gpu_lock_dir, device_key())
+    from sandbox.judge import resolve_device
+
+    evaluator = LockedEvaluator(judge(), settings.gpu_lock_dir, device_key(),
+                                enabled=resolve_device(options.device) == "cuda")
     if spec["kind"] == "evaluate":
         result = evaluator.evaluate(spec["reference"], spec["candidate"], "reference.py", "candidate.py", options)
         return "succeeded", result.to_json()

@@ -4,7 +4,10 @@ parser of `kforge ...` command lines that uses the real CLI but runs nothing."""
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -151,3 +154,24 @@ def ignored(path: str, patterns: list[str]) -> bool:
         if any(re.match(regex, c) for c in candidates):
             result = not negate
     return result
+
+
+# --------------------------------------------------------------------- compose CLI
+
+def compose_cli() -> list[str] | None:
+    """`docker compose` (v2 plugin) or `docker-compose` (v1), whichever is installed."""
+    docker = shutil.which("docker")
+    if docker and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0:
+        return [docker, "compose"]
+    v1 = shutil.which("docker-compose")
+    return [v1] if v1 else None
+
+
+def run_config(cli: list[str], env_file: Path, *extra: str, files: tuple[Path, ...] = ()) -> subprocess.CompletedProcess:
+    """`compose config` of docker-compose.yml (plus override ``files``) with the
+    GPU profile, in a clean environment: neither the developer's keys nor
+    their .env take part."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "DOCKER_HOST", "DOCKER_CONFIG")}
+    names = [arg for f in (COMPOSE, *files) for arg in ("-f", str(f))]
+    return subprocess.run([*cli, "--env-file", str(env_file), *names, "--profile", "gpu", "config", *extra],
+                          cwd=COMPOSE.parent, env=env, capture_output=True, text=True, timeout=60)

@@ -4,17 +4,13 @@ run everywhere."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
-from .helpers import COMPOSE, SECRET_MARKERS, VAR_REF, dockerfile, parse_kforge
+from .helpers import COMPOSE, SECRET_MARKERS, VAR_REF, compose_cli, dockerfile, parse_kforge, run_config
 
 CONFIG = yaml.safe_load(COMPOSE.read_text())
 SERVICES: dict[str, dict] = CONFIG["services"]
@@ -168,21 +164,6 @@ def test_build_targets_exist_in_the_dockerfile():
 
 
 # --------------------------------------------------------------------- compose CLI
-
-def compose_cli() -> list[str] | None:
-    docker = shutil.which("docker")
-    if docker and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0:
-        return [docker, "compose"]
-    v1 = shutil.which("docker-compose")
-    return [v1] if v1 else None
-
-
-def run_config(cli: list[str], env_file: Path, *extra: str) -> subprocess.CompletedProcess:
-    # A clean environment: neither the developer's keys nor their .env take part.
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "DOCKER_HOST", "DOCKER_CONFIG")}
-    return subprocess.run([*cli, "--env-file", str(env_file), "-f", str(COMPOSE), "--profile", "gpu", "config", *extra],
-                          cwd=COMPOSE.parent, env=env, capture_output=True, text=True, timeout=60)
-
 
 @pytest.fixture(scope="module")
 def cli() -> list[str]:

@@ -7,8 +7,9 @@ import re
 import shlex
 
 import pytest
+import yaml
 
-from .helpers import RUNBOOK, parse_kforge
+from .helpers import RUNBOOK, compose_cli, parse_kforge, run_config
 
 TEXT = RUNBOOK.read_text()
 END = r"[^|&;>#)`\n]*"  # a command line ends at a pipe, list operator, redirection, comment or subshell end
@@ -55,3 +56,22 @@ def test_the_runbook_shows_the_service_commands():
 @pytest.mark.parametrize("args", command_lines(), ids=lambda a: " ".join(a))
 def test_every_kforge_command_line_parses(args):
     parse_kforge(args)
+
+
+def yaml_blocks() -> list[str]:
+    return re.findall(r"^```ya?ml\n(.*?)^```", TEXT, flags=re.S | re.M)
+
+
+@pytest.mark.parametrize("block", yaml_blocks())
+def test_compose_overrides_in_the_runbook_are_valid(block, tmp_path):
+    override = yaml.safe_load(block)
+    for service in override.get("services", {}).values():
+        if "command" in service:
+            parse_kforge(service["command"])
+    cli = compose_cli()
+    if cli is None:
+        pytest.skip("no compose CLI installed")
+    (tmp_path / "override.yml").write_text(block)
+    (tmp_path / "compose.env").write_text("POSTGRES_PASSWORD=not-a-real-password\n")
+    proc = run_config(cli, tmp_path / "compose.env", "-q", files=(tmp_path / "override.yml",))
+    assert proc.returncode == 0, proc.stderr

@@ -151,10 +151,21 @@ def test_admin_filters_by_owner_and_users_see_only_their_own(site):
     assert c.get("/jobs?status=bogus&from=tomorrow", headers=bearer(site["alice"])).text.count('class="error"') == 2
 
 
-def test_placeholder_pages_and_unauthenticated_redirects(site):
+def test_knowledge_base_pages_search_and_show_evidence(site):
+    c, h = site["client"], bearer(site["alice"])
+    r = c.get("/kb?q=online+softmax+over+long+rows", headers=h)
+    assert r.status_code == 200 and 'data-strategy="seed-online-softmax"' in r.text
+    assert r.text.index("seed-online-softmax") < r.text.index("</tbody>")
+    assert 'data-strategy="seed-online-softmax"' in c.get("/kb?family=softmax", headers=h).text
+    page = c.get("/kb/seed-online-softmax", headers=h)
+    assert "Online softmax" in page.text and "Evidence" in page.text
+    assert c.get("/kb/no-such-strategy", headers=h).status_code == 404
+
+
+def test_empty_batch_page_and_unauthenticated_redirects(site):
     c = site["client"]
     c.app.dependency_overrides[batch_dir] = lambda: None
-    for path, text in (("/batch", "No runs folder is configured"), ("/kb", "arrive with the knowledge base")):
+    for path, text in (("/batch", "No runs folder is configured"), ("/kb", "Knowledge base")):
         assert text in c.get(path, headers=bearer(site["alice"])).text
         r = c.get(path, follow_redirects=False)
         assert r.status_code == 303 and r.headers["location"] == f"/login?next=%2F{path[1:]}"

@@ -10,21 +10,23 @@ from knowledge_base.service import UnknownStrategy
 
 from ...errors import BadRequest, Forbidden, NotFound
 from ...kb import knowledge_base
-from ..deps import CurrentUser, SettingsDep
+from ..deps import CurrentUser, SessionDep, SettingsDep
 
 router = APIRouter(prefix="/v1/kb", tags=["knowledge base"])
 
 
 @router.get("/strategies", summary="Search strategies (hybrid retrieval)")
-def search(user: CurrentUser, settings: SettingsDep, q: Annotated[str, Query(min_length=1, max_length=500)],
+def search(user: CurrentUser, session: SessionDep, settings: SettingsDep, q: Annotated[str, Query(min_length=1, max_length=500)],
            k: Annotated[int, Query(ge=1, le=50)] = 10, family: str | None = None, backend: str | None = None,
            mode: Literal["hybrid", "embedding", "keyword"] = "hybrid") -> list[dict]:
     filters = {key: v for key, v in {"op_families": [family] if family else None, "backend": backend}.items() if v}
+    session.commit()  # end the auth write first: on embedded SQLite the knowledge base shares the file
     return knowledge_base(settings.db_url).search(q, k, filters or None, mode)
 
 
 @router.get("/strategies/{strategy_id}", summary="One strategy with its evidence")
-def show(strategy_id: str, user: CurrentUser, settings: SettingsDep) -> dict:
+def show(strategy_id: str, user: CurrentUser, session: SessionDep, settings: SettingsDep) -> dict:
+    session.commit()
     try:
         return knowledge_base(settings.db_url).show(strategy_id)
     except UnknownStrategy as exc:
@@ -32,17 +34,19 @@ def show(strategy_id: str, user: CurrentUser, settings: SettingsDep) -> dict:
 
 
 @router.get("/archive", summary="The archived best kernel per problem signature (code omitted)")
-def archive(user: CurrentUser, settings: SettingsDep) -> list[dict]:
+def archive(user: CurrentUser, session: SessionDep, settings: SettingsDep) -> list[dict]:
+    session.commit()
     return [{k: v for k, v in e.to_dict().items() if k != "code"}
             for e in knowledge_base(settings.db_url).store.archive_all()]
 
 
 @router.post("/import", summary="Merge a JSONL export (admins only)")
-async def import_jsonl(request: Request, user: CurrentUser, settings: SettingsDep) -> dict:
+async def import_jsonl(request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep) -> dict:
     import tempfile
 
     if not user.is_admin:
         raise Forbidden("only admins may import into the knowledge base")
+    session.commit()
     body = await request.body()
     if len(body) > 20 << 20:
         raise BadRequest("the export is larger than 20 MB")

@@ -1,0 +1,46 @@
+"""Knowledge base pages: search strategies (hybrid retrieval), and one
+strategy with its evidence (the candidates that used it and how they did)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+
+from knowledge_base.service import UnknownStrategy
+
+from ...errors import NotFound
+from ...kb import knowledge_base
+from ...api.deps import SettingsDep
+from ..deps import WebSession, WebUser
+from ..render import render
+from ..routing import PageRoute
+
+router = APIRouter(route_class=PageRoute, include_in_schema=False)
+
+
+@router.get("/kb")
+def kb_search(request: Request, user: WebUser, session: WebSession, settings: SettingsDep, q: Annotated[str, Query(max_length=500)] = "",
+              family: Annotated[str, Query(max_length=40)] = "") -> Response:
+    session.commit()  # end the auth write before the knowledge base (same SQLite file when embedded) writes
+    kb = knowledge_base(settings.db_url)
+    filters = {"op_families": [family]} if family else None
+    if q.strip():
+        hits = kb.search(q.strip(), 20, filters)
+    else:  # no query: the most trusted strategies first
+        hits = sorted((kb.show(s.id) for s in kb.store.all()
+                       if not family or family in s.applies_to.get("op_families", [])),
+                      key=lambda s: -s["confidence"])[:50]
+    return render(request, "kb.html", {"q": q, "family": family, "hits": hits, "stats": kb.stats()},
+                  user=user, active="kb")
+
+
+@router.get("/kb/{strategy_id}")
+def kb_strategy(strategy_id: str, request: Request, user: WebUser, session: WebSession,
+                settings: SettingsDep) -> Response:
+    session.commit()
+    try:
+        strategy = knowledge_base(settings.db_url).show(strategy_id)
+    except UnknownStrategy as exc:
+        raise NotFound(f"no strategy {strategy_id}") from exc
+    return render(request, "kb_strategy.html", {"s": strategy}, user=user, active="kb")
