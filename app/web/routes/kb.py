@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query, Request, Response
 
 from knowledge_base.service import UnknownStrategy
 
+from ...api.deps import SettingsDep
 from ...errors import NotFound
 from ...kb import knowledge_base
-from ...api.deps import SettingsDep
 from ..deps import WebSession, WebUser
 from ..render import render
 from ..routing import PageRoute
@@ -20,7 +20,8 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
 
 @router.get("/kb")
-def kb_search(request: Request, user: WebUser, session: WebSession, settings: SettingsDep, q: Annotated[str, Query(max_length=500)] = "",
+def kb_search(request: Request, user: WebUser, session: WebSession, settings: SettingsDep,
+              q: Annotated[str, Query(max_length=500)] = "",
               family: Annotated[str, Query(max_length=40)] = "") -> Response:
     session.commit()  # end the auth write before the knowledge base (same SQLite file when embedded) writes
     kb = knowledge_base(settings.db_url)
