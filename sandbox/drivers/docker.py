@@ -81,7 +81,7 @@ class DockerDriver:
     def __init__(
         self,
         image: str | None = None,
-        runtime_mount: bool = True,
+        runtime_mount: bool | None = None,
         mem_limit: str = "16g",
         pids_limit: int = 512,
         scratch_mb: int = 4096,
@@ -92,7 +92,9 @@ class DockerDriver:
         image_package_root: str = "/opt/kforge",
     ) -> None:
         self.image = image or os.environ.get("KFORGE_SANDBOX_IMAGE", DEFAULT_IMAGE)
-        self.runtime_mount = runtime_mount
+        # KFORGE_SANDBOX_RUNTIME_MOUNT=0 selects image mode (the Dockerfile's `sandbox` target).
+        self.runtime_mount = runtime_mount if runtime_mount is not None else \
+            os.environ.get("KFORGE_SANDBOX_RUNTIME_MOUNT", "1").lower() not in ("0", "false", "no")
         self.mem_limit = mem_limit
         self.pids_limit = pids_limit
         self.scratch_mb = scratch_mb
