@@ -33,7 +33,7 @@ SECRETS = {
 }
 # Hostile candidates that never finish: a short limit keeps the suite quick.
 HANGS = {"busy_loop_forward", "busy_loop_import", "signals_ignored"}
-HANG_TIMEOUT = 20
+HANG_TIMEOUT = 10
 TIMEOUT = 120
 # argv of processes that cheats and hostile candidates try to leave running.
 LINGERING = [["sleep", "41.7"], ["sleep", "42.3"], ["sleep", "43.9"], ["sleep", "53.77"]]
