@@ -169,9 +169,35 @@ def post_timing_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]]
         problems += [f"timing set {k}: {p}" for p in fmt + nonfinite + values]
     if len(post.get("outputs", [])) < len(sets):
         problems.append("outputs of some timed calls are missing")
+    problems += _rep_problems(sets, ref, post.get("rep_sums") or [])
     return Check("post_timing", FAIL if problems else PASS,
                  ("outputs of the timed calls (inputs never seen before timing) are wrong: " + "; ".join(problems))
                  if problems else "")
+
+
+def _rep_problems(sets: list[int], ref: dict[int, dict[str, Any]], rep_sums: list[Any]) -> list[str]:
+    """Every timed call's result, by checksum: a kernel that idles while it is
+    timed and computes only when it expects to be checked fails here."""
+    import torch
+
+    if not rep_sums:
+        return ["no checksums of the timed calls came back"]
+    wrong = []
+    for rep, (k, sums) in enumerate(rep_sums):
+        if not isinstance(k, int) or k >= len(sets):
+            return [f"timed call {rep}: malformed checksum"]
+        for r_out, (s, a) in zip(ref[sets[k]]["outputs"], sums):
+            if not isinstance(r_out, torch.Tensor):
+                continue
+            d = r_out.to(torch.float64)
+            rs, ra = float(d.sum()), float(d.abs().sum())
+            tol = 1e-4 * ra + 1e-3
+            if not (abs(s - rs) <= tol and abs(a - ra) <= tol):
+                wrong.append(rep)
+                break
+    if wrong:
+        return [f"{len(wrong)} of {len(rep_sums)} timed calls returned wrong results (first: call {wrong[0]})"]
+    return []
 
 
 def ops_check(ref_frames: dict[int, dict[str, Any]], cand_frames: dict[int, dict[str, Any]]) -> Check:
@@ -194,7 +220,8 @@ def tamper_check(cand: JobOutcome) -> Check:
     for f in cand.frames:
         names += [n for n in f.get("tamper") or [] if n not in names]
     if names:
-        return Check("no_tampering", FAIL, f"replaced {', '.join(names)}")
+        said = [n if " " in n else f"replaced {n}" for n in names]
+        return Check("no_tampering", FAIL, "; ".join(said))
     return Check("no_tampering", PASS)
 
 

@@ -156,7 +156,59 @@ def _watched() -> dict[str, tuple[Any, str]]:
         watched["triton.InterpretedFunction.run"] = (InterpretedFunction, "run")
     except ImportError:
         pass
+    # The harness's own clocks and copies: patching them would fake both the
+    # reported times and the outside clock's phases.
+    import sys as _sys
+
+    for mod_name, names in (("sandbox.runner.timing", ("time_cpu", "time_cuda", "run_plain", "_perf_ns",
+                                                        "_cuda_sync", "_Event", "_elapsed", "_record")),
+                            ("sandbox.runner.harness", ("emit_timing", "snapshot_outputs", "sync", "_clone", "_to",
+                                                         "_detach", "_copy", "build", "to_cpu")),
+                            ("sandbox.runner.guards", ("stray_work", "native_thread_count", "checksums"))):
+        module = _sys.modules.get(mod_name)
+        if module is not None:
+            for n in names:
+                watched[f"{mod_name}.{n}"] = (module, n)
+    import torch.utils._python_dispatch as dispatch
+
+    watched["torch.utils._python_dispatch._disable_current_modes"] = (dispatch, "_disable_current_modes")
     return watched
+
+
+class EvasionWatch:
+    """Turning the op recorder off during forward is a cheat, not an optimisation."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def install(self) -> None:
+        import torch.utils._python_dispatch as dispatch
+
+        original = dispatch._disable_current_modes
+        watch = self
+
+        @functools.wraps(original)
+        def watched_disable(*args: Any, **kwargs: Any) -> Any:
+            watch.events.append("disabled the active dispatch modes (hides torch ops from the op recorder)")
+            return original(*args, **kwargs)
+
+        dispatch._disable_current_modes = watched_disable
+
+
+def dispatch_depth() -> int:
+    return int(torch._C._len_torch_dispatch_stack())
+
+
+def checksums(values: list[Any]) -> list[list[float]]:
+    """(sum, sum of |x|) per output in float64: cheap evidence of every timed call's result."""
+    out = []
+    for v in values:
+        if isinstance(v, torch.Tensor) and (v.dtype.is_floating_point or not v.dtype.is_complex):
+            d = v.detach().to("cpu", torch.float64)
+            out.append([float(d.sum()), float(d.abs().sum())])
+        else:
+            out.append([float("nan"), float("nan")])
+    return out
 
 
 class TamperGuard:

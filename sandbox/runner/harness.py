@@ -179,6 +179,8 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
     device, filename = job["device"], job["filename"]
     launches = guards.LaunchCounter()
     launches.install()
+    evasion = guards.EvasionWatch()
+    evasion.install()
     guard = guards.TamperGuard()
     module = load_module(job["source"], filename, "kforge_candidate")
     cls = getattr(module, "ModelNew", None)
@@ -203,7 +205,10 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             native_start = guards.native_thread_count()
             launched = launches.count
             with torch.no_grad(), recorder:
+                depth = guards.dispatch_depth()
                 out = model(*inputs)
+                if guards.dispatch_depth() < depth:
+                    evasion.events.append("popped the op recorder off the dispatch stack")
             sync(device)
             structure, outputs, kinds = snapshot_outputs(out)
             native_after = guards.native_thread_count()
@@ -211,7 +216,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             frame.update(structure=structure, outputs=outputs, kinds=kinds, ops=recorder.ops,
                          launches=launches.count - launched, inputs_after=to_cpu(inputs),
                          stray=guards.stray_work(threads_before, uid if job.get("unique_uid") else -1),
-                         tamper=guard.changed())
+                         tamper=guard.changed() + list(dict.fromkeys(evasion.events)))
             # Native threads that appear on a later call are work left running;
             # the first call may legitimately start torch's own pools.
             if native_before is not None and native_after > native_start:
@@ -227,14 +232,16 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
         emit(frame)
     if sets and timing_model is not None and job.get("time_reps"):
         kept: dict[int, Any] = {}
+        sums: list[list[Any]] = []
 
         def keep(i: int, out: Any) -> None:
             kept[i % len(sets)] = snapshot_outputs(out)
+            sums.append([i % len(sets), guards.checksums(kept[i % len(sets)][1])])
 
         emit_timing(job, emit, timing_model, sets, "candidate", after=keep)
         emit({"kind": "post_timing", "outputs": [kept[i][1] for i in sorted(kept)],
-              "structures": [kept[i][0] for i in sorted(kept)], "tamper": guard.changed(),
-              "launches": launches.count})
+              "structures": [kept[i][0] for i in sorted(kept)], "rep_sums": sums,
+              "tamper": guard.changed() + list(dict.fromkeys(evasion.events)), "launches": launches.count})
 
 
 def run(job: dict[str, Any], emit: Emit) -> None:

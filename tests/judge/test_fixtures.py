@@ -164,7 +164,23 @@ def test_honest_candidate_passes(candidate: Path, reference: Path) -> None:
     assert "fail" not in report["checks"].values()
 
 
-@pytest.mark.parametrize("candidate, reference", CHEATS, ids=_ids(CHEATS))
+# Cheats the judge does not catch yet (see docs/architecture.md, "Known gaps").
+# strict: the day the judge catches one, this list must shrink.
+KNOWN_GAPS = {
+    "forge_channel": "in-process evidence: the candidate reaches the harness's emit/pipe and forges a whole run",
+    "decoy_counter_bump": "in-process evidence: the launch counter is reachable through gc and can be bumped",
+    "reference_op_equivalent": "op-name matching: an equivalent torch op (clamp for relu) escapes the ops check",
+    "reference_op_disguised": "op-name matching: a matmul doing a reduction escapes the family rule",
+}
+
+
+def _cheat_params() -> list:
+    return [pytest.param(c, r, id=i, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[c.stem])]
+                         if c.stem in KNOWN_GAPS else [])
+            for (c, r), i in zip(CHEATS, _ids(CHEATS))]
+
+
+@pytest.mark.parametrize("candidate, reference", _cheat_params())
 def test_cheat_fails(candidate: Path, reference: Path) -> None:
     code, report, _ = evaluate(candidate, reference)
     assert (code, report["verdict"]) == (1, "fail"), explain(code, report)
