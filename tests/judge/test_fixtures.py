@@ -167,7 +167,6 @@ def test_honest_candidate_passes(candidate: Path, reference: Path) -> None:
 # Cheats the judge does not catch yet (see docs/architecture.md, "Known gaps").
 # strict: the day the judge catches one, this list must shrink.
 KNOWN_GAPS = {
-    "forge_channel": "in-process evidence: the candidate reaches the harness's emit/pipe and forges a whole run",
     "decoy_counter_bump": "in-process evidence: the launch counter is reachable through gc and can be bumped",
     "reference_op_equivalent": "op-name matching: an equivalent torch op (clamp for relu) escapes the ops check",
     "reference_op_disguised": "op-name matching: a matmul doing a reduction escapes the family rule",
