@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from knowledge_base.signature import arch_of
+
 from ..context import Context, Evaluator, NoStrategies, StrategySource
 from ..providers import Completion, Provider
 from ..roles.coder import Coder, Draft
@@ -126,7 +128,7 @@ class Search:
         """An identical (or near-identical) problem starts from the archived winner, judged again."""
         if self.archive is None or any(a.source == "archive" for a in traj.attempts()):
             return
-        arch = _arch(analysis)
+        arch = arch_of(analysis)
         entry = self.archive.archived(ctx.reference, self.config.backend, arch)
         if entry is None:
             return
@@ -232,13 +234,6 @@ class Search:
             self.budget.check(traj.usage, len(traj.attempts()))
             previous = attempt
             draft = self.coder.repair(ctx, draft, draft.code or "", feedback)
-
-
-def _arch(analysis: dict[str, Any]) -> str:
-    import re
-
-    found = re.search(r"sm_?(\d+)", str(analysis.get("hardware", "")))
-    return f"sm_{found.group(1)}" if found else "cpu"
 
 
 def _score(attempt: Attempt | None) -> float:

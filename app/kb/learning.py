@@ -4,20 +4,15 @@ its winner. Learning never fails a job: errors are logged and reported."""
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from agents.providers import Provider
 from agents.search import Trajectory
 from knowledge_base.service import KnowledgeBase
+from knowledge_base.signature import arch_of
 
 log = logging.getLogger("kforge.kb")
 SUMMARY_SYSTEM = "You distil what a kernel-optimisation run learned into reusable strategies. Answer in JSON."
-
-
-def arch_of(analysis: dict[str, Any]) -> str:
-    found = re.search(r"sm_?(\d+)", str(analysis.get("hardware", "")))
-    return f"sm_{found.group(1)}" if found else "cpu"
 
 
 def learn(kb: KnowledgeBase, traj: Trajectory, analysis: dict[str, Any], backend: str, job_id: str,
