@@ -215,6 +215,37 @@ def ops_check(ref_frames: dict[int, dict[str, Any]], cand_frames: dict[int, dict
     return Check("no_reference_ops", PASS, f"torch ops run in forward: {ran}")
 
 
+def ablation_check(ref: dict[int, dict[str, Any]], frame: dict[str, Any] | None,
+                   tol: tuple[float, float] | None) -> Check:
+    """The first default trial once more with every custom kernel skipped and
+    fresh memory poisoned: if the output is still right, torch (or a cache)
+    computed it, and the kernels are decoys."""
+    if frame is None:  # the harness sends it before its last frame: the channel was forged
+        return Check("kernel_does_work", FAIL, "the run ended without the forward call with kernels skipped")
+    if frame.get("index") is None or frame["index"] not in ref:
+        return Check("kernel_does_work", SKIPPED, "no default trial to re-run")
+    if "error" in frame:
+        return Check("kernel_does_work", PASS, f"forward fails without its kernels: {frame['error'][:200]}")
+    r = ref[frame["index"]]
+    fmt, _, values = compare.output_problems(r["structure"], r["outputs"], frame.get("structure", ""),
+                                             frame.get("outputs", []), frame.get("kinds", []), tol)
+    skipped = frame.get("skipped", 0)
+    if fmt or values:
+        return Check("kernel_does_work", PASS, f"the output changes when its {skipped} kernel launch(es) are skipped")
+    what = f"all {skipped} custom kernel launch(es) skipped" if skipped else "no custom kernel to skip"
+    return Check("kernel_does_work", FAIL,
+                 f"forward still returns the right output with {what} and fresh memory poisoned: "
+                 "the kernels do not compute it (decoy kernels; the work is done by torch or a cache)")
+
+
+def policy_check(findings: list[str]) -> Check:
+    """Read from the candidate's source by the judge (see sandbox/policy.py)."""
+    if findings:
+        shown = "; ".join(findings[:6]) + (f"; and {len(findings) - 6} more" if len(findings) > 6 else "")
+        return Check("source_policy", FAIL, shown)
+    return Check("source_policy", PASS)
+
+
 def tamper_check(cand: JobOutcome) -> Check:
     names: list[str] = []
     for f in cand.frames:

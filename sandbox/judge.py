@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import checks as C
+from . import policy
 from .drivers import get_driver
 from .drivers.base import JobOutcome, RunnerSession, SandboxError
 from .errors import ProblemError
 from .problem import Problem, load_problem, parse_source
 from .result import EvalResult, timing_summary
 
-CHECK_ORDER = ("compile", "signature", "runtime", "correctness", "perturbed_sizes", "output_format", "finite",
-               "inputs_unchanged", "deterministic", "post_timing", "kernel_launched", "no_reference_ops",
+CHECK_ORDER = ("compile", "signature", "source_policy", "runtime", "correctness", "perturbed_sizes", "output_format", "finite",
+               "inputs_unchanged", "deterministic", "post_timing", "kernel_launched", "kernel_does_work", "no_reference_ops",
                "no_stray_work", "no_tampering", "timer_corroborated")
 
 
@@ -158,6 +159,8 @@ class Judge:
             parse_source(candidate, candidate_name, require=("ModelNew",))
         except ProblemError as exc:
             return result.finish([C.Check("compile", C.FAIL, str(exc))], CHECK_ORDER, started)
+        # Read before the candidate runs; it still runs, so every other check reports too.
+        rules = C.policy_check(policy.findings(candidate, candidate_name))
         cand_trials = [{**spec, **{k: ref_trials[i][k] for k in ("init_inputs", "inputs", "state_dict")}}
                        for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
         cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,
@@ -166,7 +169,7 @@ class Judge:
             cand = self._run(options, device, cand_job)
         except SandboxError as exc:
             cand = JobOutcome(exit={"reason": "protocol", "detail": str(exc)})
-        found = candidate_checks(plan, ref, ref_trials, cand, options, device)
+        found = candidate_checks(plan, ref, ref_trials, cand, options, device) + [rules]
         result.timing = timing_summary(ref, cand, device)
         result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
         return result.finish(found, CHECK_ORDER, started)
@@ -215,6 +218,8 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
         found.append(C.post_timing_check(plan, ref_trials, cand.first("post_timing"), options.tolerance))
         found.append(C.corroboration_check(cand, "candidate", device))
     found.append(C.ops_check(ref_trials, cand_trials))
+    if cand.finished:
+        found.append(C.ablation_check(ref_trials, cand.first("ablation"), options.tolerance))
     found.append(C.tamper_check(cand))
     return found
 

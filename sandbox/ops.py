@@ -3,8 +3,12 @@
 Ops are grouped into families (a candidate calling ``einsum`` where the
 reference calls ``mm`` still hands the matmul to torch). The reference's main
 families are those of its highest weight. A candidate fails if it runs any op
-of a main family of weight >= 2; for purely elementwise references (weight
-1) it fails only if it runs every op the reference runs.
+of a main family of weight >= 2, or any op of a family heavier than the
+reference's heaviest (a row mean done by ``torch.mv``, a reduction inside an
+elementwise problem); for purely elementwise references (weight 1) it also
+fails if it runs every op the reference runs. Elementwise work spelled with
+other ops (``clamp`` for ``relu``) is left to the ``kernel_does_work`` check,
+which re-runs forward with the kernels skipped.
 """
 
 from __future__ import annotations
@@ -54,8 +58,9 @@ def main_families(reference_ops: set[str]) -> tuple[int, set[str]]:
 def handed_off(reference_ops: set[str], candidate_ops: set[str]) -> list[str]:
     """The candidate ops that do the reference's main computation (empty if none)."""
     weight, mains = main_families(reference_ops)
+    heavier = {op for op in candidate_ops if family(op)[1] >= 2 and family(op)[1] > weight}
     if weight >= 2:
-        return sorted(op for op in candidate_ops if family(op)[0] in mains)
+        return sorted(heavier | {op for op in candidate_ops if family(op)[0] in mains})
     if reference_ops and reference_ops <= candidate_ops:
-        return sorted(reference_ops)
-    return []
+        return sorted(heavier | reference_ops)
+    return sorted(heavier)

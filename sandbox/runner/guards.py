@@ -7,6 +7,8 @@
 * ``TamperGuard`` remembers the identity of the functions that timing, syncing
   and comparing rely on, and names those that were replaced.
 * ``stray_work`` reports threads and processes still alive after forward.
+* ``Ablation`` skips every custom kernel (and poisons fresh allocations) for
+  one extra forward call: if the output is still right, the kernels are decoys.
 
 All of this lives in the candidate's process, so it is evidence, not proof;
 the judge decides on plain tensors it compares itself, and on CUDA the outside
@@ -31,6 +33,7 @@ class LaunchCounter:
         self.count = 0
         self.names: dict[str, int] = {}
         self.in_interpreter = False
+        self.ablation: Ablation | None = None  # set: kernels are skipped, not run
 
     def _hit(self, name: str) -> None:
         self.count += 1
@@ -60,6 +63,9 @@ class LaunchCounter:
         def counted_run(fn_self: Any, *args: Any, **kwargs: Any) -> Any:
             if not kwargs.get("warmup", False):
                 counter._hit("triton:" + getattr(fn_self, "__name__", "kernel"))
+            if counter.ablation is not None:
+                counter.ablation.skip(list(args) + list(kwargs.values()))
+                return None
             if not interpreted:
                 return run(fn_self, *args, **kwargs)
             # The interpreter moves tensors through aten ops of its own; those
@@ -92,6 +98,8 @@ class LaunchCounter:
 
         def counted_ext(*args: Any, **kwargs: Any) -> Any:
             counter._hit(name)
+            if counter.ablation is not None:
+                return counter.ablation.run_ext(fn, args, kwargs)
             return fn(*args, **kwargs)
 
         return counted_ext
@@ -125,6 +133,84 @@ class OpRecorder(TorchDispatchMode):
             if name not in _STRUCTURAL:
                 self.ops[name] = self.ops.get(name, 0) + 1
         return func(*args, **(kwargs or {}))
+
+
+_FRESH = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
+_MADE = _FRESH | {"zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones",
+                  "new_full"}
+
+
+def poison(value: Any) -> None:
+    """Overwrite a tensor with values no kernel would compute (NaN, or a huge int)."""
+    if isinstance(value, torch.Tensor) and value.numel():
+        if value.dtype.is_floating_point or value.dtype.is_complex:
+            value.fill_(float("nan"))
+        elif value.dtype == torch.bool:
+            value.fill_(True)
+        else:
+            value.fill_(torch.iinfo(value.dtype).max if value.dtype != torch.uint8 else 251)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            poison(v)
+
+
+class Ablation(TorchDispatchMode):
+    """One forward call with the custom kernels taken out.
+
+    Triton launches are skipped and their scratch buffers poisoned; a
+    compiled-extension function runs, then what it returns is poisoned (if it
+    returns nothing, its scratch arguments are). Scratch means: not an input,
+    parameter or buffer of the model, and not a result torch computed during
+    this call -- so an output buffer kept from an earlier call cannot pass for
+    this call's result. Fresh allocations (``torch.empty`` and friends) are
+    poisoned as they are made, so memory that still holds an earlier result
+    cannot either."""
+
+    def __init__(self, keep: list[Any]) -> None:
+        super().__init__()
+        self.skipped = 0
+        self._keep = {_storage(t) for t in keep if isinstance(t, torch.Tensor)}
+        self._made: set[int] = set()  # factory results of this call
+        self._computed: set[int] = set()  # other op results of this call
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        name = func.overloadpacket.__name__
+        if isinstance(out, torch.Tensor):
+            if name in _MADE:
+                self._made.add(_storage(out))
+                if name in _FRESH:
+                    poison(out)
+            elif name not in _STRUCTURAL:
+                self._computed.add(_storage(out))
+        return out
+
+    def _scratch(self, values: list[Any]) -> list[torch.Tensor]:
+        out = []
+        for v in values:
+            if isinstance(v, torch.Tensor):
+                key = _storage(v)
+                if key not in self._keep and (key in self._made or key not in self._computed):
+                    out.append(v)
+        return out
+
+    def skip(self, args: list[Any]) -> None:
+        self.skipped += 1
+        for t in self._scratch(args):
+            poison(t)
+
+    def run_ext(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
+        self.skipped += 1
+        out = fn(*args, **kwargs)
+        poison(self._scratch(list(args) + list(kwargs.values())) if out is None else out)
+        return out
+
+
+def _storage(t: torch.Tensor) -> int:
+    try:
+        return t.untyped_storage().data_ptr()
+    except Exception:  # tensors without storage (subclasses): their own address
+        return id(t)
 
 
 def _watched() -> dict[str, tuple[Any, str]]:

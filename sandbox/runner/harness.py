@@ -242,6 +242,34 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
         emit({"kind": "post_timing", "outputs": [kept[i][1] for i in sorted(kept)],
               "structures": [kept[i][0] for i in sorted(kept)], "rep_sums": sums,
               "tamper": guard.changed() + list(dict.fromkeys(evasion.events)), "launches": launches.count})
+    # Last, so that nothing it leaves behind can touch another check.
+    emit(ablation(job, module, launches))
+
+
+def ablation(job: dict[str, Any], module: Any, launches: guards.LaunchCounter) -> dict[str, Any]:
+    """Forward once more on the first default trial with every custom kernel
+    skipped: the judge fails the candidate if the output is still right."""
+    device, filename = job["device"], job["filename"]
+    pos, trial = next(((i, t) for i, t in enumerate(job["trials"]) if t["tag"] == "default"), (None, None))
+    if trial is None:
+        return {"kind": "ablation", "index": None}
+    frame: dict[str, Any] = {"kind": "ablation", "index": trial.get("index", pos)}
+    try:
+        model = build(module, "ModelNew", trial, device)
+        inputs = to_device([_clone(v) if isinstance(v, _Tensor) else v for v in trial["inputs"]], device)
+        mode = guards.Ablation(inputs + list(model.parameters()) + list(model.buffers()))
+        launches.ablation = mode
+        try:
+            with torch.no_grad(), mode:
+                out = model(*inputs)
+            sync(device)
+        finally:
+            launches.ablation = None
+        structure, outputs, kinds = snapshot_outputs(out)
+        frame.update(structure=structure, outputs=outputs, kinds=kinds, skipped=mode.skipped)
+    except Exception as exc:
+        frame["error"] = describe(exc, filename)
+    return frame
 
 
 def run(job: dict[str, Any], emit: Emit) -> None:

@@ -166,11 +166,8 @@ def test_honest_candidate_passes(candidate: Path, reference: Path) -> None:
 
 # Cheats the judge does not catch yet (see docs/architecture.md, "Known gaps").
 # strict: the day the judge catches one, this list must shrink.
-KNOWN_GAPS = {
-    "decoy_counter_bump": "in-process evidence: the launch counter is reachable through gc and can be bumped",
-    "reference_op_equivalent": "op-name matching: an equivalent torch op (clamp for relu) escapes the ops check",
-    "reference_op_disguised": "op-name matching: a matmul doing a reduction escapes the family rule",
-}
+# Cheats the judge is known to pass (strict: one that starts failing must leave this list).
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _cheat_params() -> list:
