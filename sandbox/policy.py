@@ -65,7 +65,8 @@ _ATTRS: dict[str, str] = {
 # Attributes banned on the ``os`` / ``sys`` modules only (ordinary names elsewhere).
 _OS_ATTRS = {"fork", "forkpty", "system", "popen", "kill", "killpg", "spawnl", "spawnv", "spawnve", "spawnvp",
              "posix_spawn", "posix_spawnp", "execv", "execve", "execvp", "execl", "execlp", "setsid", "exit",
-             "register_at_fork", "abort"}
+             "register_at_fork", "abort", "write", "writev", "pwrite", "dup", "dup2", "fdopen", "sendfile",
+             "openpty", "fstat"}
 # Dunder attributes honest code uses; any other dunder access is a finding.
 _DUNDERS_OK = {"__init__", "__name__", "__qualname__", "__doc__", "__class__", "__call__", "__len__", "__repr__",
                "__str__", "__getitem__", "__setitem__", "__iter__", "__next__", "__enter__", "__exit__",
@@ -81,7 +82,7 @@ _CPP = [
      "reaches into the Python interpreter from C++"),
     (re.compile(r"\b(fork|vfork|execv|execve|system|popen|dlopen|dlsym|ptrace|pthread_create)\s*\("),
      "starts processes, threads or loads code from C++"),
-    (re.compile(r"/proc/self/mem|/proc/\d+"), "reads process memory"),
+    (re.compile(r"/proc/"), "reads process internals (descriptors, memory)"),
 ]
 
 
@@ -189,6 +190,9 @@ class _Reader(ast.NodeVisitor):
         fn = node.func
         if isinstance(fn, ast.Name) and fn.id in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
             self._dynamic_attr(node, fn.id)
+        if isinstance(fn, ast.Name) and fn.id == "open" and "open" not in self.own_names and node.args \
+                and not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            self.add(node, "opens a computed path or a file descriptor (the result channel is one)")
         self.generic_visit(node)
 
     def _dynamic_attr(self, node: ast.Call, fn: str) -> None:
@@ -232,6 +236,8 @@ class _Reader(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and "/proc/" in node.value and len(node.value) <= 40:
+            self.add(node, f"names {node.value!r}: reads process internals (descriptors, memory)")
         if isinstance(node.value, str) and len(node.value) > 40:
             for pattern, why in _CPP:
                 hit = pattern.search(node.value)

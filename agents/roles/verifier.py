@@ -11,8 +11,9 @@ from ..prompting import FormatError, json_block, render
 from ..providers import Completion, Provider
 
 # Checks whose details help a coder most, in the order a coder should read them.
-_FEEDBACK_ORDER = ("compile", "signature", "runtime", "output_format", "correctness", "perturbed_sizes", "finite",
-                   "inputs_unchanged", "post_timing", "kernel_launched", "no_reference_ops")
+_FEEDBACK_ORDER = ("compile", "signature", "source_policy", "runtime", "output_format", "correctness",
+                   "perturbed_sizes", "finite", "inputs_unchanged", "post_timing", "kernel_launched",
+                   "kernel_does_work", "no_reference_ops")
 
 
 @dataclass

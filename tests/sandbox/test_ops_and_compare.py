@@ -22,6 +22,14 @@ def test_softmax_reference_with_a_torch_sum_in_the_candidate_is_fine():
     assert ops.handed_off({"_softmax"}, {"softmax"}) == ["softmax"]
 
 
+def test_an_op_of_a_heavier_family_than_the_reference_is_handing_off():
+    # A row mean done as a matrix-vector product; a reduction inside an elementwise problem.
+    assert ops.handed_off({"mean"}, {"mv"}) == ["mv"]
+    assert ops.handed_off({"relu", "mul"}, {"sum", "add"}) == ["sum"]
+    assert ops.handed_off({"relu", "mul", "add"}, {"clamp", "mul", "add"}) == []  # left to kernel_does_work
+    assert ops.handed_off({"mm", "relu"}, {"_softmax"}) == []  # lighter than the reference's heaviest
+
+
 def test_value_problems_respect_fp32_tolerance():
     ref = [torch.ones(10)]
     assert compare.value_problems(ref, [torch.ones(10) + 5e-5]) == []
