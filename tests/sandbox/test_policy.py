@@ -59,9 +59,11 @@ def found(source: str) -> list[str]:
     ("import torch\nm = torch.compile(object())\n", "uses .compile: hands the computation to torch's compiler"),
     ("src = '''\n#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x) { return at::native::relu(x); }\n'''\n",
      "cand.py:3: C++ source uses at::native::"),
-    ("src = '''\n#include <torch/extension.h>\nvoid f() { c10::impl::ExcludeDispatchKeyGuard g(c10::DispatchKey::Python); }\n'''\n",
+    ("src = '''\n#include <torch/extension.h>\n"
+     "void f() { c10::impl::ExcludeDispatchKeyGuard g(c10::DispatchKey::Python); }\n'''\n",
      "switches off torch's dispatch keys"),
-    ("src = '''\n#include <Python.h>\nvoid f() { PyRun_SimpleString(\"import gc\"); }\n'''\n", "reaches into the Python interpreter"),
+    ("src = '''\n#include <Python.h>\nvoid f() { PyRun_SimpleString(\"import gc\"); }\n'''\n",
+     "reaches into the Python interpreter"),
 ])
 def test_each_route_to_the_observers_is_named(source: str, expected: str) -> None:
     hits = found(source)
