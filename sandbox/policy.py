@@ -188,7 +188,7 @@ class _Reader(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         fn = node.func
-        if isinstance(fn, ast.Name) and fn.id in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
+        if isinstance(fn, ast.Name) and fn.id in ("getattr", "setattr", "delattr") and len(node.args) >= 2:
             self._dynamic_attr(node, fn.id)
         if isinstance(fn, ast.Name) and fn.id == "open" and "open" not in self.own_names and node.args \
                 and not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
@@ -197,7 +197,8 @@ class _Reader(ast.NodeVisitor):
 
     def _dynamic_attr(self, node: ast.Call, fn: str) -> None:
         target, name = node.args[0], node.args[1]
-        on_module = self._resolve(target) is not None
+        # Computed names on triton's modules only reach kernel-side dtypes and builtins (``getattr(tl, "float16")``).
+        on_module = self._resolve(target) is not None and not (self._resolve(target) or "").startswith("triton")
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
             attr = name.value
             if attr in _ATTRS or (attr.startswith("__") and attr not in _DUNDERS_OK):

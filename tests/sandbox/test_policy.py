@@ -115,3 +115,14 @@ def test_unparsable_source_is_left_to_the_compile_check() -> None:
 def test_writing_to_the_result_channel_directly_is_named(source: str, expected: str) -> None:
     hits = found(source)
     assert any(expected in h for h in hits), hits
+
+
+def test_computed_names_on_triton_modules_are_fine() -> None:
+    source = """
+        import torch
+        import triton.language as tl
+
+        def tl_dtype(t: torch.Tensor):
+            return getattr(tl, str(t.dtype).split(".")[-1])
+        """
+    assert found(source) == []
