@@ -217,9 +217,10 @@ def ops_check(ref_frames: dict[int, dict[str, Any]], cand_frames: dict[int, dict
 
 def ablation_check(ref: dict[int, dict[str, Any]], frame: dict[str, Any] | None,
                    tol: tuple[float, float] | None) -> Check:
-    """The first default trial once more with every custom kernel skipped and
-    fresh memory poisoned: if the output is still right, torch (or a cache)
-    computed it, and the kernels are decoys."""
+    """Forward once more (the timed instance on the first timing set, or a
+    fresh one on the first default trial) with every custom kernel skipped and
+    fresh memory poisoned: if the output is still right, torch or a cache of
+    earlier results computed it, and the kernels are decoys."""
     if frame is None:  # the harness sends it before its last frame: the channel was forged
         return Check("kernel_does_work", FAIL, "the run ended without the forward call with kernels skipped")
     if frame.get("index") is None or frame["index"] not in ref:
@@ -235,7 +236,7 @@ def ablation_check(ref: dict[int, dict[str, Any]], frame: dict[str, Any] | None,
     what = f"all {skipped} custom kernel launch(es) skipped" if skipped else "no custom kernel to skip"
     return Check("kernel_does_work", FAIL,
                  f"forward still returns the right output with {what} and fresh memory poisoned: "
-                 "the kernels do not compute it (decoy kernels; the work is done by torch or a cache)")
+                 "the kernels do not compute it (decoy kernels, or results kept from earlier calls)")
 
 
 def policy_check(findings: list[str]) -> Check:

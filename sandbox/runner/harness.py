@@ -243,19 +243,25 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
               "structures": [kept[i][0] for i in sorted(kept)], "rep_sums": sums,
               "tamper": guard.changed() + list(dict.fromkeys(evasion.events)), "launches": launches.count})
     # Last, so that nothing it leaves behind can touch another check.
-    emit(ablation(job, module, launches))
+    timed = bool(sets and timing_model is not None and job.get("time_reps"))
+    emit(ablation(job, module, launches, timing_model if timed else None))
 
 
-def ablation(job: dict[str, Any], module: Any, launches: guards.LaunchCounter) -> dict[str, Any]:
-    """Forward once more on the first default trial with every custom kernel
-    skipped: the judge fails the candidate if the output is still right."""
+def ablation(job: dict[str, Any], module: Any, launches: guards.LaunchCounter,
+             timed_model: torch.nn.Module | None) -> dict[str, Any]:
+    """Forward once more with every custom kernel skipped: the judge fails the
+    candidate if the output is still right. After timing it is the timed
+    instance on a copy of the first timing set, which that instance has seen
+    many times, so results kept by content or by instance are found too;
+    otherwise a fresh instance on the first default trial."""
     device, filename = job["device"], job["filename"]
-    pos, trial = next(((i, t) for i, t in enumerate(job["trials"]) if t["tag"] == "default"), (None, None))
+    tag = "timing" if timed_model is not None else "default"
+    pos, trial = next(((i, t) for i, t in enumerate(job["trials"]) if t["tag"] == tag), (None, None))
     if trial is None:
         return {"kind": "ablation", "index": None}
     frame: dict[str, Any] = {"kind": "ablation", "index": trial.get("index", pos)}
     try:
-        model = build(module, "ModelNew", trial, device)
+        model = timed_model if timed_model is not None else build(module, "ModelNew", trial, device)
         inputs = to_device([_clone(v) if isinstance(v, _Tensor) else v for v in trial["inputs"]], device)
         mode = guards.Ablation(inputs + list(model.parameters()) + list(model.buffers()))
         launches.ablation = mode
