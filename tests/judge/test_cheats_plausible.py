@@ -21,11 +21,13 @@ CHEATS = {path.stem: (path, ref) for path, ref in fc.cheats()}
 
 # exploit -> the cheat files that cover it (the brief's list, plus evasions of this judge's guards).
 REQUIRED = {
-    "decoy kernel": ["decoy_kernel", "decoy_counter_bump"],
+    "decoy kernel": ["decoy_kernel", "decoy_counter_bump", "decoy_copy_kernel", "decoy_inplace_identity"],
     "reference op": ["reference_op_softmax", "reference_op_matmul", "reference_op_functional",
-                     "reference_op_equivalent", "reference_op_disguised", "reference_op_hidden_mode"],
+                     "reference_op_equivalent", "reference_op_disguised", "reference_op_hidden_mode",
+                     "dispatch_guard_hidden"],
     "cache replay": ["cache_replay", "cache_replay_instance"],
     "cache by identity": ["cache_by_identity"],
+    "cache by content": ["cache_by_content"],
     "uninitialised output": ["uninitialised_output"],
     "input write": ["input_write", "input_write_view"],
     "hard-coded shape": ["hardcoded_shape", "hardcoded_shape_matmul"],
@@ -47,7 +49,8 @@ REQUIRED = {
 
 CORRECT_EVERYWHERE = ["decoy_kernel", "decoy_counter_bump", "reference_op_softmax", "reference_op_matmul",
                       "reference_op_functional", "reference_op_equivalent", "reference_op_disguised",
-                      "reference_op_hidden_mode"]
+                      "reference_op_hidden_mode", "decoy_copy_kernel", "decoy_inplace_identity",
+                      "dispatch_guard_hidden", "cache_by_content"]
 FIRST_CALL_ONLY = ["cache_replay", "cache_replay_instance", "nondeterministic"]
 DEFAULT_SIZES_ONLY = ["hardcoded_shape", "hardcoded_shape_matmul"]
 
@@ -122,6 +125,25 @@ def test_cache_by_identity_is_stale_when_the_buffer_is_refilled() -> None:
     x.copy_(mp.draw_inputs(problem, 2)[0])
     assert not mp.close(cand(x), mp.expected_output(ref, [x]))
     assert mp.close(cand(x.clone()), mp.expected_output(ref, [x]))
+
+
+def test_cache_by_content_replays_without_computing() -> None:
+    """Same contents in a new tensor: the answer comes back with no kernel launched."""
+    path, reference = CHEATS["cache_by_content"]
+    problem, cheat = fc.load(reference), fc.load(path)
+    ref, cand = mp.build_pair(problem, cheat, seed=1)
+    (x,) = mp.draw_inputs(problem, 1)
+    with torch.no_grad():
+        first = cand(x)
+    module = sys.modules[type(cand).__module__]
+    real = module.linear_bias_relu_kernel
+    module.linear_bias_relu_kernel = None  # a launch now raises
+    try:
+        with torch.no_grad():
+            again = cand(x.clone())
+    finally:
+        module.linear_bias_relu_kernel = real
+    assert mp.close(first, mp.expected_output(ref, [x])) and mp.close(again, first)
 
 
 def test_late_wrong_turns_after_eight_calls() -> None:
