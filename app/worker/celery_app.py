@@ -35,3 +35,23 @@ def celery_app() -> Celery:
 
 def enqueue(job_id: str, queue: str) -> None:
     celery_app().send_task("kforge.run_job", args=[job_id], queue=queue)
+
+
+# Kombu's Redis transport keeps one list per priority step next to the queue's own.
+_PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
+
+
+def waiting_in_broker(queue: str, job_ids: list[str]) -> set[str] | None:
+    """The ids among ``job_ids`` whose message still waits in ``queue``; None
+    when the broker cannot be asked (only the Redis transport can)."""
+    url = get_settings().queue_url
+    if not url.startswith(("redis://", "rediss://")) or not job_ids:
+        return None if job_ids else set()
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=5)
+    try:
+        raw = [m for suffix in _PRIORITY_SUFFIXES for m in client.lrange(queue + suffix, 0, -1)]
+    finally:
+        client.close()
+    return {j for j in job_ids if any(j.encode() in m for m in raw)}

@@ -3,7 +3,9 @@
 No retry on programming errors; database and broker hiccups retry with
 exponential back-off. A reaper thread in every worker re-enqueues jobs whose
 worker died (stale heartbeat) and queued jobs whose message was lost (a
-broker restart); the lease in ``runner.claim`` makes duplicates harmless.
+broker restart); on Redis a queued job whose message still waits is left
+alone, so an idle queue does not fill with copies. The lease in
+``runner.claim`` makes any duplicate harmless.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ..db.base import utcnow
 from ..db.models import Job
 from ..db.session import transaction
 from ..settings import get_settings
-from .celery_app import celery_app, enqueue
+from .celery_app import celery_app, enqueue, waiting_in_broker
 from .runner import execute_job
 
 log = logging.getLogger("kforge.worker")
@@ -38,18 +40,29 @@ def reap_once(requeue_after_s: float | None = None) -> list[str]:
     settings = get_settings()
     now = utcnow()
     stale = now - timedelta(seconds=settings.stale_after_s)
-    waiting = now - timedelta(seconds=requeue_after_s or max(settings.stale_after_s, 30.0))
+    long_ago = now - timedelta(seconds=requeue_after_s or max(settings.stale_after_s, 30.0))
     with transaction(settings.db_url) as s:
         rows = s.execute(select(Job.id, Job.queue, Job.status).where(
             ((Job.status == "running") & (Job.heartbeat_at < stale))
-            | ((Job.status == "queued") & ((Job.heartbeat_at.is_(None) & (Job.created_at < waiting))
-                                            | (Job.heartbeat_at < waiting))))).all()
+            | ((Job.status == "queued") & ((Job.heartbeat_at.is_(None) & (Job.created_at < long_ago))
+                                            | (Job.heartbeat_at < long_ago))))).all()
+        in_broker = set().union(*(_still_waiting(q, [r[0] for r in rows if r[1] == q and r[2] == "queued"])
+                                for q in {r[1] for r in rows}))
+        rows = [r for r in rows if r[0] not in in_broker]
         for job_id, _, status in rows:
             if status == "queued":  # heartbeat of a queued job = when it was last enqueued
                 s.execute(update(Job).where(Job.id == job_id).values(heartbeat_at=now))
     for job_id, queue, _ in rows:
         enqueue(job_id, queue)
     return [r[0] for r in rows]
+
+
+def _still_waiting(queue: str, queued: list[str]) -> set[str]:
+    try:
+        return waiting_in_broker(queue, queued) or set()
+    except Exception:  # broker unreachable: re-enqueue, the lease keeps it harmless
+        log.warning("could not list queue %s", queue, exc_info=True)
+        return set()
 
 
 def _reaper(every_s: float) -> None:
