@@ -63,6 +63,7 @@ class CandidateOut(BaseModel):
     verdict: str
     reasons: list[str]
     checks: dict[str, str]
+    check_details: dict[str, str] | None = None  # what the judge saw, per check (passing ones too)
     speedup: float | None
     timing: dict[str, Any]
     input_tokens: int

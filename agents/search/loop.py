@@ -75,6 +75,7 @@ class Search:
         v = self.verifier.verify(ctx, attempt.code, f"{attempt.id}.py", review=attempt.source == "llm")
         self._charge(traj, v.review_call, attempt)
         attempt.verdict, attempt.reasons, attempt.checks = v.verdict, v.reasons, v.checks
+        attempt.check_details = dict(v.details)
         attempt.speedup, attempt.timing, attempt.review = v.speedup, v.timing, v.review
         attempt.elapsed_s += time.monotonic() - started
         self._save(traj)

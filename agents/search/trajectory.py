@@ -24,6 +24,7 @@ class Attempt:
     verdict: str = "pending"  # pending | pass | fail | error
     reasons: list[str] = field(default_factory=list)
     checks: dict[str, str] = field(default_factory=dict)
+    check_details: dict[str, str] = field(default_factory=dict)
     speedup: float | None = None
     timing: dict[str, Any] = field(default_factory=dict)
     review: dict[str, Any] = field(default_factory=dict)

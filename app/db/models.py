@@ -90,6 +90,7 @@ class Candidate(Base):
     verdict: Mapped[str] = mapped_column(String(16))
     reasons: Mapped[list[str]] = mapped_column(JSON, default=list)
     checks: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    check_details: Mapped[dict[str, str] | None] = mapped_column(JSON)
     speedup: Mapped[float | None] = mapped_column(Float)
     timing: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     code: Mapped[str] = mapped_column(Text, default="")

@@ -15,10 +15,11 @@ LIVE_STATUSES = ("queued", "running")
 
 
 def check_rows(cand: dict[str, Any]) -> tuple[list[dict[str, str]], list[str]]:
-    """Each named check with its outcome and, when it failed, the judge's detail
-    (a failed check's reason reads "name: detail"); reasons naming no check
-    (a malformed reply, the reviewer's concerns) come back on their own."""
-    details, loose = {}, []
+    """Each named check with its outcome and the judge's detail (stored per
+    check; for candidates stored before that, a failed check's reason reads
+    "name: detail"); reasons naming no check (a malformed reply, the
+    reviewer's concerns) come back on their own."""
+    details, loose = dict(cand.get("check_details") or {}), []
     for reason in cand["reasons"]:
         name, sep, detail = reason.partition(": ")
         if sep and name in cand["checks"]:

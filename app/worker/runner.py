@@ -90,7 +90,7 @@ def persist(url: str, job_id: str, lease: str, traj: Trajectory) -> None:
                 continue
             s.add(Candidate(job_id=job_id, attempt_id=a.id, round=a.round, strategy=a.strategy, source=a.source,
                             parent_id=a.parent_id, repair_of=a.repair_of, verdict=a.verdict, reasons=a.reasons,
-                            checks=a.checks, speedup=a.speedup, timing=a.timing, code=a.code,
+                            checks=a.checks, check_details=a.check_details, speedup=a.speedup, timing=a.timing, code=a.code,
                             input_tokens=a.input_tokens, output_tokens=a.output_tokens, cost_usd=a.cost_usd,
                             elapsed_s=a.elapsed_s))
         best = summary["best"]

@@ -56,6 +56,7 @@ def site(tmp_path: Path):
                       reasons=[f"correctness: 7 of 4096 elements differ {HOSTILE}", "review: too clever"]),
             Candidate(job_id=job.id, attempt_id="r1-c0", round=1, source="llm", parent_id="r0-c0", verdict="pass",
                       checks=CHECKS, speedup=2.0, timing=timing(0.01, 2.0), input_tokens=1000, output_tokens=200,
+                      check_details={"compile": "loaded in 0.3 s, passing detail"},
                       cost_usd=0.0042, code="import torch\nimport triton\nclass ModelNew: pass\n")])
         job_id = job.id
         s.add(Job(id="e" * 8 + "-0000-4000-8000-000000000000", owner_id=alice.id, kind="evaluate",
@@ -92,6 +93,7 @@ def test_job_page_shows_speedups_with_spread_and_a_chart(site):
     assert 'data-live="/jobs/' in r.text  # running: the page polls
     assert "7 of 4096 elements differ" in r.text and "review: too clever" in r.text  # the judge's log per check
     assert "$0.0042" in r.text and "1,000 in" in r.text
+    assert "loaded in 0.3 s, passing detail" in r.text  # a passing check's detail, kept per check
     diff = site["client"].get(f"/jobs/{site['job']}/candidates/r1-c0/diff", headers=bearer(site["alice"]))
     assert "r1-c0 against r0-c0" in diff.text and 'class="d-insert"' in diff.text
 
