@@ -15,8 +15,8 @@ import anthropic
 from anthropic.types import Message as AnthropicMessage
 
 from agents.providers.base import Completion, Message, ProviderConfigError
-from agents.providers.calls import RawReply, check_messages, run_call
-from agents.providers.errors import failure_from_sdk, fatal_error, unexpected_reply
+from agents.providers.calls import RawReply, check_messages, sdk_call
+from agents.providers.errors import unexpected_reply
 from agents.providers.pricing import parse_prices
 from agents.providers.retry import RetryPolicy
 
@@ -74,24 +74,10 @@ class AnthropicProvider:
         }
         if system:  # the API rejects an empty system block
             request["system"] = system
-        return run_call(
-            functools.partial(self._send, request),
-            provider=self.name,
-            model=self.model,
-            policy=self._policy,
-            classify=functools.partial(
-                failure_from_sdk,
-                status_error=anthropic.APIStatusError,
-                connection_error=anthropic.APIConnectionError,
-                timeout_error=anthropic.APITimeoutError,
-                sdk_error=anthropic.AnthropicError,
-                secrets=(self._key,),
-            ),
-            fatal=functools.partial(
-                fatal_error, provider=self.name, model=self.model, key_hint=None if self.base_url else KEY_ENV
-            ),
-            prices=self._prices,
-            prompt_chars=len(system) + sum(len(m["content"]) for m in messages),
+        return sdk_call(
+            functools.partial(self._send, request), sdk=anthropic, sdk_error=anthropic.AnthropicError, provider=self.name,
+            model=self.model, key=self._key, key_env=None if self.base_url else KEY_ENV, policy=self._policy,
+            prices=self._prices, system=system, messages=messages,
         )
 
     def _send(self, request: dict[str, Any]) -> RawReply:

@@ -7,12 +7,15 @@ the same thing whichever SDK produced them.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 
 from agents.providers.base import Completion, Message, ProviderError
+from agents.providers.errors import failure_from_sdk, fatal_error
 from agents.providers.pricing import Price, cost_usd, is_priced
 from agents.providers.retry import Failure, RetryPolicy, call_with_retry
 
@@ -74,4 +77,41 @@ def run_call(
         cost_usd=cost,
         latency_s=latency,
         provider=provider,
+    )
+
+
+def sdk_call(
+    send: Callable[[], RawReply],
+    *,
+    sdk: ModuleType,
+    sdk_error: type[Exception],
+    provider: str,
+    model: str,
+    key: str | None,
+    key_env: str | None,
+    policy: RetryPolicy,
+    prices: Mapping[str, Price] | None,
+    system: str,
+    messages: list[Message],
+) -> Completion:
+    """`run_call` for a vendor SDK that names its errors like openai's and
+    anthropic's do (APIStatusError, APIConnectionError, APITimeoutError).
+    `key_env` is the variable to hint at on an auth failure (None with a base URL);
+    `key` is scrubbed from any message that reaches a log or a user."""
+    return run_call(
+        send,
+        provider=provider,
+        model=model,
+        policy=policy,
+        classify=functools.partial(
+            failure_from_sdk,
+            status_error=sdk.APIStatusError,
+            connection_error=sdk.APIConnectionError,
+            timeout_error=sdk.APITimeoutError,
+            sdk_error=sdk_error,
+            secrets=(key,),
+        ),
+        fatal=functools.partial(fatal_error, provider=provider, model=model, key_hint=key_env),
+        prices=prices,
+        prompt_chars=len(system) + sum(len(m["content"]) for m in messages),
     )

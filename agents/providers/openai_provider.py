@@ -15,8 +15,8 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from agents.providers.base import Completion, Message, ProviderConfigError
-from agents.providers.calls import RawReply, check_messages, run_call
-from agents.providers.errors import failure_from_sdk, fatal_error, unexpected_reply
+from agents.providers.calls import RawReply, check_messages, sdk_call
+from agents.providers.errors import unexpected_reply
 from agents.providers.pricing import parse_prices
 from agents.providers.retry import RetryPolicy
 
@@ -86,24 +86,10 @@ class OpenAIProvider:
         request["max_completion_tokens" if self._official else "max_tokens"] = max_tokens
         if not self._official or self.model.startswith(_TEMPERATURE_PREFIXES):
             request["temperature"] = temperature
-        return run_call(
-            functools.partial(self._send, request),
-            provider=self.name,
-            model=self.model,
-            policy=self._policy,
-            classify=functools.partial(
-                failure_from_sdk,
-                status_error=openai.APIStatusError,
-                connection_error=openai.APIConnectionError,
-                timeout_error=openai.APITimeoutError,
-                sdk_error=openai.OpenAIError,
-                secrets=(self._key,),
-            ),
-            fatal=functools.partial(
-                fatal_error, provider=self.name, model=self.model, key_hint=None if self.base_url else KEY_ENV
-            ),
-            prices=self._prices,
-            prompt_chars=len(system) + sum(len(m["content"]) for m in messages),
+        return sdk_call(
+            functools.partial(self._send, request), sdk=openai, sdk_error=openai.OpenAIError, provider=self.name,
+            model=self.model, key=self._key, key_env=None if self.base_url else KEY_ENV, policy=self._policy,
+            prices=self._prices, system=system, messages=messages,
         )
 
     def _send(self, request: dict[str, Any]) -> RawReply:
