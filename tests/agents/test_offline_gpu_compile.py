@@ -30,6 +30,8 @@ from sandbox import EvalOptions, Judge  # noqa: E402
 from .test_offline import INLINE, REPO_PROBLEMS, ROOT  # noqa: E402
 
 H100 = GPUTarget("cuda", 90, 32)
+# Bundled problems outside the engine's families (scan, convolution, pooling).
+NO_TEMPLATE = {"18_cumsum.py", "23_conv1d.py", "24_max_pool2d.py"}
 _DTYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64"}
 
 CASES = {Path(p).name: (ROOT / p).read_text() for p in REPO_PROBLEMS} | {f"{k}.py": v[1] for k, v in INLINE.items()} \
@@ -77,8 +79,10 @@ def test_candidate_kernels_compile_for_sm90(analyses: dict[str, dict[str, Any]],
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     analysis = analyses[name]
     proposals = OfflineEngine().propose(analysis, 1, from_source(CASES[name]))
-    if not proposals:
-        pytest.skip("the engine has no template for this reference")
+    if name in NO_TEMPLATE:  # outside the engine's families: the LLM agents handle these
+        assert proposals == [], f"{name} now has a template: move it out of NO_TEMPLATE"
+        return
+    assert proposals, f"the engine proposed nothing for {name}"
     (proposal,) = proposals
     launches: list[tuple[JITFunction, tuple[Any, ...], dict[str, Any]]] = []
 
