@@ -52,15 +52,40 @@ def resolve_device(device: str) -> str:
     return device if device != "auto" else ("cuda" if available else "cpu")
 
 
+def _odd(v: int) -> int:
+    return max(1, (v * 3 // 4) | 1) if (v * 3 // 4) | 1 != v else v - 2
+
+
+def _grow(v: int) -> int:
+    return v * 5 // 4 if v % 4 == 0 else (v + max(3, v // 4)) | 1
+
+
 def perturbations(problem: Problem) -> list[dict[str, int]]:
-    """Two sets of sizes other than the defaults: odd shrinks (breaks power-of-two
-    assumptions) and proportional shrinks (keeps divisibility between sizes)."""
+    """Sets of sizes other than the defaults: odd shrinks (breaks power-of-two
+    assumptions), proportional shrinks (keeps divisibility between sizes), and a
+    growth by about a quarter (a grid or buffer sized for the defaults no longer
+    covers the output).
+
+    Sizes written as literals in get_inputs are often tied to literals in the
+    model (``nn.Linear(1024, ...)``), so besides all of them at once each is also
+    shrunk on its own (up to four), and the first grown on its own: the batch
+    size can change when the feature size cannot. Sets the reference cannot run
+    are skipped by the judge."""
     sizes = problem.size_constants()
     if not sizes:
-        return []
-    odd = {k: max(1, (v * 3 // 4) | 1) if (v * 3 // 4) | 1 != v else v - 2 for k, v in sizes.items()}
+        dims = problem.literal_dims
+        if not dims:
+            return []
+        sets = [{k: _odd(v) for k, v in dims.items()}, {k: _grow(v) for k, v in dims.items()}]
+        if len(dims) > 1:
+            sets += [{k: _odd(v)} for k, v in list(dims.items())[:4]]
+            first = next(iter(dims))
+            sets.append({first: _grow(dims[first])})
+        return sets
+    odd = {k: _odd(v) for k, v in sizes.items()}
     prop = {k: v * 3 // 4 if v % 4 == 0 else v - 1 for k, v in sizes.items()}
-    return [odd] if odd == prop else [odd, prop]
+    grow = {k: _grow(v) for k, v in sizes.items()}
+    return ([odd] if odd == prop else [odd, prop]) + [grow]
 
 
 def plan_trials(problem: Problem, options: EvalOptions) -> list[dict[str, Any]]:
@@ -146,9 +171,9 @@ class Judge:
         plan = plan_trials(problem, options)
         reps = options.time_reps if options.time_reps is not None else (100 if device == "cuda" else 5)
         compile_baseline = options.compile_baseline if options.compile_baseline is not None else device == "cuda"
-        ref_job = {"role": "reference", "source": reference, "filename": reference_name, "device": device,
-                   "trials": plan, "constants": sorted(problem.size_constants()), "time_reps": reps,
-                   "compile_baseline": compile_baseline}
+        ref_job = {"role": "reference", "source": problem.run_source, "filename": reference_name, "device": device,
+                   "trials": plan, "constants": sorted(problem.size_constants()), "defaults": problem.literal_dims,
+                   "time_reps": reps, "compile_baseline": compile_baseline}
         try:
             ref = self._run(options, device, ref_job)
         except SandboxError as exc:

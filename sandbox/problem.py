@@ -5,6 +5,11 @@ before the sandbox runs it comes from the source's syntax tree: that it parses,
 that it defines ``Model`` / ``get_inputs`` / ``get_init_inputs``, its
 module-level size constants (which the judge perturbs), and, where the inputs
 are built from literal calls such as ``torch.randn(batch, dim)``, their shapes.
+
+A reference whose ``get_inputs`` writes its sizes as literals
+(``torch.randn(16, 1024)``) has nothing to perturb; for such a file the judge
+runs a copy in which each literal size is a module name (``_kforge_dim0``),
+on the same line, so error messages keep their line numbers.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ class Problem:
     level: int | None
     constants: dict[str, int | float] = field(default_factory=dict)
     input_shapes: list[list[int] | None] | None = None
+    literal_dims: dict[str, int] = field(default_factory=dict)  # name -> the literal it replaces
+    run_source: str = ""  # what the sandbox runs: the source, literal sizes named when there are any
 
     def size_constants(self) -> dict[str, int]:
         """Int constants that look like sizes (>= 8): the ones worth perturbing."""
@@ -102,14 +109,8 @@ def input_shapes(tree: ast.Module, constants: dict[str, Any]) -> list[list[int] 
             for e in ret.elts]
 
 
-def _shape(node: Any, env: dict[str, Any]) -> list[int] | None:
-    if isinstance(node, ast.BinOp):  # torch.randn(b, d) * 3.0 and the like
-        return _shape(node.left, env) or _shape(node.right, env)
-    if not isinstance(node, ast.Call):
-        return None
-    # torch.randn(...).cuda() and similar: look through the method call.
-    if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call):
-        return _shape(node.func.value, env)
+def _shape_args(node: ast.Call) -> list[ast.AST] | None:
+    """The size arguments of a tensor-maker call, or None when it is not one."""
     name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
     if name not in _TENSOR_MAKERS:
         return None
@@ -118,6 +119,43 @@ def _shape(node: Any, env: dict[str, Any]) -> list[int] | None:
         args = node.args[:1]
     if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
         args = args[0].elts
+    return list(args)
+
+
+def name_literal_dims(tree: ast.Module, source: str) -> tuple[str, dict[str, int]]:
+    """``source`` with each int literal >= 8 among the sizes of get_inputs'
+    tensor-maker calls replaced by a module name, and those names' values."""
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
+    if fn is None:
+        return source, {}
+    hits = sorted({(a.lineno, a.col_offset, a.end_col_offset, a.value)
+                   for call in ast.walk(fn) if isinstance(call, ast.Call)
+                   for a in (_shape_args(call) or [])
+                   if isinstance(a, ast.Constant) and type(a.value) is int and a.value >= 8
+                   and a.lineno == a.end_lineno})
+    if not hits:
+        return source, {}
+    lines = source.splitlines(keepends=True)
+    dims = {}
+    for i, (line, start, end, value) in reversed(list(enumerate(hits))):
+        name = f"_kforge_dim{i}"
+        raw = lines[line - 1].encode("utf-8")  # ast offsets count UTF-8 bytes
+        lines[line - 1] = (raw[:start] + name.encode() + raw[end:]).decode("utf-8")
+        dims[name] = value
+    return "".join(lines), dict(sorted(dims.items()))
+
+
+def _shape(node: Any, env: dict[str, Any]) -> list[int] | None:
+    if isinstance(node, ast.BinOp):  # torch.randn(b, d) * 3.0 and the like
+        return _shape(node.left, env) or _shape(node.right, env)
+    if not isinstance(node, ast.Call):
+        return None
+    # torch.randn(...).cuda() and similar: look through the method call.
+    if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call):
+        return _shape(node.func.value, env)
+    args = _shape_args(node)
+    if args is None:
+        return None
     dims = [_evaluate(a, env) for a in args]
     return [int(d) for d in dims] if all(isinstance(d, int) for d in dims) else None
 
@@ -140,8 +178,11 @@ def load_problem(path: str | Path, source: str | None = None) -> Problem:
             raise ProblemError(f"{p}: cannot read: {exc}") from exc
     tree = parse_source(source, p.name)
     constants = module_constants(tree)
-    return Problem(name=p.stem, path=str(p), source=source, level=level_of(p), constants=constants,
-                   input_shapes=input_shapes(tree, constants))
+    problem = Problem(name=p.stem, path=str(p), source=source, level=level_of(p), constants=constants,
+                      input_shapes=input_shapes(tree, constants), run_source=source)
+    if not problem.size_constants():
+        problem.run_source, problem.literal_dims = name_literal_dims(tree, source)
+    return problem
 
 
 def list_problems(folder: str | Path) -> list[dict[str, Any]]:

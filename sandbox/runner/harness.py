@@ -88,7 +88,9 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
         if not hasattr(module, name):
             raise LoadError(f"{job['filename']}: defines no `{name}`")
     emit({"kind": "loaded", "signature": signature_of(module.Model)})
-    defaults = {k: module.__dict__[k] for k in job.get("constants", []) if k in module.__dict__}
+    # Sizes the judge named in place of get_inputs' literals start at those literals.
+    defaults = {**(job.get("defaults") or {}),
+                **{k: module.__dict__[k] for k in job.get("constants", []) if k in module.__dict__}}
     sets: list[list[Any]] = []
     model = None
     for index, trial in enumerate(job["trials"]):

@@ -30,7 +30,7 @@ REQUIRED = {
     "cache by content": ["cache_by_content"],
     "uninitialised output": ["uninitialised_output"],
     "input write": ["input_write", "input_write_view"],
-    "hard-coded shape": ["hardcoded_shape", "hardcoded_shape_matmul"],
+    "hard-coded shape": ["hardcoded_shape", "hardcoded_shape_matmul", "hardcoded_shape_literal", "hardcoded_grid"],
     "patched comparison": ["patch_compare"],
     "patched timer": ["patch_timer", "patch_harness_clock"],
     "thread deferral": ["thread_defer"],
@@ -114,6 +114,29 @@ def test_hardcoded_cheats_are_right_at_default_sizes_only(name: str) -> None:
     for constants in fc.perturbations(fc.load(reference)):
         got, want, _, _ = _run(name, constants)[0]
         assert not mp.close(got, want), f"{name} is right at {constants}"
+
+
+def test_hardcoded_literal_batch_is_right_at_the_default_batch_only() -> None:
+    """The reference writes its sizes as literals (nothing at module level to perturb)."""
+    path, reference = CHEATS["hardcoded_shape_literal"]
+    problem, cheat = fc.load(reference), fc.load(path)
+    ref, cand = mp.build_pair(problem, cheat, seed=2)
+    for rows, right in ((37, True), (41, False)):
+        x = torch.randn(rows, 91)
+        with torch.no_grad():
+            got = cand(x)
+        assert mp.close(got, mp.expected_output(ref, [x])) is right, rows
+
+
+def test_hardcoded_grid_is_right_at_default_and_smaller_sizes_only() -> None:
+    path, reference = CHEATS["hardcoded_grid"]
+    problem, cheat = fc.load(reference), fc.load(path)
+    ref, cand = mp.build_pair(problem, cheat, seed=2)
+    for shape, right in (((13, 777), True), ((9, 583), True), ((17, 971), False)):
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            got = cand(x)
+        assert mp.close(got, mp.expected_output(ref, [x])) is right, shape
 
 
 def test_cache_by_identity_is_stale_when_the_buffer_is_refilled() -> None:

@@ -73,3 +73,48 @@ def test_list_problems_reports_unparseable_files_instead_of_failing(tmp_path):
     found = {p["name"]: p for p in list_problems(tmp_path)}
     assert found["1_ok"]["level"] == 1 and found["1_ok"]["input_shapes"] == [[33, 32], [32, 40]]
     assert "error" in found["2_bad"] and "2_bad.py:1" in found["2_bad"]["error"]
+
+
+LITERAL = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x, idx):
+        return self.fc(x) + idx.float().mean()
+
+
+def get_inputs():
+    return [torch.randn(24, 64), torch.randint(0, 1000, (24,))]  # é: offsets count bytes
+
+
+def get_init_inputs():
+    return [3]
+'''
+
+
+def test_literal_sizes_of_get_inputs_are_named_on_their_own_line(tmp_path):
+    p = load_problem(tmp_path / "lit.py", LITERAL)
+    assert p.size_constants() == {}
+    assert p.literal_dims == {"_kforge_dim0": 24, "_kforge_dim1": 64, "_kforge_dim2": 24}
+    before, after = LITERAL.splitlines(), p.run_source.splitlines()
+    assert len(before) == len(after)
+    changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+    assert changed == [14]  # only the return line of get_inputs; 1000 is randint's bound, not a size
+    assert after[14] == ("    return [torch.randn(_kforge_dim0, _kforge_dim1), torch.randint(0, 1000, (_kforge_dim2,))]"
+                         "  # é: offsets count bytes")
+    # The batch can shrink on its own although the feature size is tied to nn.Linear(64, ...).
+    sets = perturbations(p)
+    assert sets[0] == {"_kforge_dim0": 19, "_kforge_dim1": 49, "_kforge_dim2": 19}
+    assert sets[1] == {"_kforge_dim0": 30, "_kforge_dim1": 80, "_kforge_dim2": 30}  # grown
+    assert {"_kforge_dim0": 19} in sets and {"_kforge_dim0": 30} in sets and len(sets) == 6
+
+
+def test_a_problem_with_module_sizes_runs_as_written(tmp_path):
+    src = LITERAL.replace("torch.randn(24, 64)", "torch.randn(batch, 64)") + "\nbatch = 24\n"
+    p = load_problem(tmp_path / "mod.py", src)
+    assert p.run_source == src and p.literal_dims == {}
