@@ -181,11 +181,11 @@ class Judge:
         ref_trials = reference_trials(ref, reference_name, plan)
         result = EvalResult(device=device, sandbox=options.sandbox, seeds=[p["input_seed"] for p in plan])
         try:
-            parse_source(candidate, candidate_name, require=("ModelNew",))
+            tree = parse_source(candidate, candidate_name, require=("ModelNew",))
         except ProblemError as exc:
             return result.finish([C.Check("compile", C.FAIL, str(exc))], CHECK_ORDER, started)
         # Read before the candidate runs; it still runs, so every other check reports too.
-        rules = C.policy_check(policy.findings(candidate, candidate_name))
+        rules = C.policy_check(policy.findings(candidate, candidate_name, tree))
         cand_trials = [{**spec, **{k: ref_trials[i][k] for k in ("init_inputs", "inputs", "state_dict")}}
                        for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
         cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,

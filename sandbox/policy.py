@@ -54,14 +54,16 @@ _ATTRS: dict[str, str] = {
     **dict.fromkeys(("f_back", "f_locals", "f_globals", "f_code", "f_builtins", "f_trace", "gi_frame", "cr_frame",
                      "ag_frame", "tb_frame", "tb_next", "_getframe", "_current_frames", "settrace", "setprofile",
                      "get_objects", "get_referrers", "get_referents"), "walks frames or the heap"),
-    **dict.fromkeys(("modules", "meta_path", "path_hooks"), "reads or rewrites the module table"),
+    **dict.fromkeys(("meta_path", "path_hooks"), "reads or rewrites the module table"),
     "_exit": "ends the process without returning (fake reports)",
     "_C": "reaches torch's C internals (dispatch stack, modes)",
     "_python_dispatch": "manipulates torch's dispatch modes",
     "_disable_current_modes": "hides torch ops from the judge",
     "_DisableTorchDispatch": "hides torch ops from the judge",
-    "compile": "hands the computation to torch's compiler",
 }
+# Attributes banned on one module only (``model.modules()`` and ``re.compile`` are fine).
+_ON_MODULE = {"sys.modules": "reads or rewrites the module table",
+              "torch.compile": "hands the computation to torch's compiler"}
 # Attributes banned on the ``os`` / ``sys`` modules only (ordinary names elsewhere).
 _OS_ATTRS = {"fork", "forkpty", "system", "popen", "kill", "killpg", "spawnl", "spawnv", "spawnve", "spawnvp",
              "posix_spawn", "posix_spawnp", "execv", "execve", "execvp", "execl", "execlp", "setsid", "exit",
@@ -147,8 +149,8 @@ class _Reader(ast.NodeVisitor):
                 self.add(node, f"imports * from {base}: names must be visible to the judge")
                 continue
             self._module_ok(node, full)
-            if alias.name in _ATTRS:
-                self.add(node, f"imports {full}: {_ATTRS[alias.name]}")
+            if alias.name in _ATTRS or full in _ON_MODULE:
+                self.add(node, f"imports {full}: {_ATTRS.get(alias.name) or _ON_MODULE[full]}")
             if base in ("os", "sys") and alias.name in _OS_ATTRS:
                 self.add(node, f"imports {full}: controls processes (work outside forward, fake exits)")
             self.modules[alias.asname or alias.name] = full
@@ -166,9 +168,8 @@ class _Reader(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         name = node.attr
         path = self._resolve(node)
-        if name in _ATTRS and not (name == "compile" and not (path or "").startswith("torch")) \
-                and not (name == "modules" and path not in ("sys.modules",)):
-            self.add(node, f"uses .{name}: {_ATTRS[name]}")
+        if name in _ATTRS or path in _ON_MODULE:
+            self.add(node, f"uses .{name}: {_ATTRS.get(name) or _ON_MODULE[path]}")
         elif name.startswith("__") and name.endswith("__") and name not in _DUNDERS_OK:
             self.add(node, f"uses .{name}: reaches interpreter internals")
         elif path and path.split(".")[0] in ("os", "sys", "posix") and name in _OS_ATTRS:
@@ -201,7 +202,9 @@ class _Reader(ast.NodeVisitor):
         on_module = self._resolve(target) is not None and not (self._resolve(target) or "").startswith("triton")
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
             attr = name.value
-            if attr in _ATTRS or (attr.startswith("__") and attr not in _DUNDERS_OK):
+            if f"{self._resolve(target)}.{attr}" in _ON_MODULE:
+                self.add(node, f"{fn}(..., {attr!r}): {_ON_MODULE[f'{self._resolve(target)}.{attr}']}")
+            elif attr in _ATTRS or (attr.startswith("__") and attr not in _DUNDERS_OK):
                 self.add(node, f"{fn}(..., {attr!r}): {_ATTRS.get(attr, 'reaches interpreter internals')}")
             elif fn in ("setattr", "delattr") and on_module:
                 self.add(node, f"{fn}() on module {self._resolve(target)}: replaces what the judge relies on")
@@ -263,11 +266,12 @@ def read(tree: ast.Module) -> list[Finding]:
     return sorted(seen.values(), key=lambda f: f.line)
 
 
-def findings(source: str, filename: str) -> list[str]:
+def findings(source: str, filename: str, tree: ast.Module | None = None) -> list[str]:
     """'file:line: text' for each finding; a file that does not parse has none
-    here (the compile check reports it)."""
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError:
-        return []
+    here (the compile check reports it). Pass ``tree`` when it is parsed already."""
+    if tree is None:
+        try:
+            tree = ast.parse(source, filename=filename)
+        except SyntaxError:
+            return []
     return [f"{filename}:{f.line}: {f.text}" for f in read(tree)]

@@ -44,9 +44,11 @@ _PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 def waiting_in_broker(queue: str, job_ids: list[str]) -> set[str] | None:
     """The ids among ``job_ids`` whose message still waits in ``queue``; None
     when the broker cannot be asked (only the Redis transport can)."""
+    if not job_ids:
+        return set()
     url = get_settings().queue_url
-    if not url.startswith(("redis://", "rediss://")) or not job_ids:
-        return None if job_ids else set()
+    if not url.startswith(("redis://", "rediss://")):
+        return None
     import redis
 
     client = redis.Redis.from_url(url, socket_timeout=5)
