@@ -5,9 +5,7 @@
 set -eu
 
 if ! command -v dockerd >/dev/null 2>&1; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y --no-install-recommends docker.io \
-        || { apt-get update && apt-get install -y --no-install-recommends docker.io; }
+    bash "$(dirname "$0")/../scripts/apt-need.sh" docker.io
 fi
 
 if ! docker info >/dev/null 2>&1; then

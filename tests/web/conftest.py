@@ -37,7 +37,7 @@ def make_token(url: str, name: str, admin: bool = False) -> str:
 def browser() -> Iterator[object]:
     # A missing browser fails the run rather than skipping it: CI must not pass without the browser tests.
     if not Path(CHROMIUM).exists():
-        pytest.fail("Debian's chromium is missing: apt-get install -y chromium (scripts/setup.sh)")
+        pytest.fail("Debian's chromium is missing: bash scripts/test.sh installs it (or: apt-get install -y chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
