@@ -121,7 +121,7 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
             "ops": record_ops(model, inputs, device),
         })
     module.__dict__.update(defaults)
-    if sets and job.get("time_reps") and model is not None:
+    if sets and job.get("time_reps") and model is not None and not job.get("skip_baselines"):
         emit_timing(job, emit, model, sets, "baseline_eager")
         if job.get("compile_baseline"):
             compiled = torch.compile(model)
