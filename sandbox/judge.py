@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import checks as C
 from . import baseline_cache, native_build, native_sources, policy, policy_native
+from . import checks as C
 from .drivers import get_driver
 from .drivers.base import JobOutcome, RunnerSession, SandboxError
 from .errors import ProblemError

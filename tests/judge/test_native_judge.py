@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from sandbox import native_cache, native_sources
-from sandbox.runner import native
 from sandbox.judge import EvalOptions, Judge
+from sandbox.runner import native
 from tests.judge import fixture_catalog as fc
 
 RELU = fc.problem("relu_affine").read_text()
