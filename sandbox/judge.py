@@ -244,7 +244,7 @@ class Judge:
             cand = self._run(options, device, cand_job)
         except SandboxError as exc:
             cand = JobOutcome(exit={"reason": "protocol", "detail": str(exc)})
-        found = candidate_checks(plan, ref, ref_trials, cand, options, device, native_cpu) + [rules]
+        found = candidate_checks(plan, ref, ref_trials, cand, options, device, native_cpu and reps > 0) + [rules]
         result.timing = timing_summary(ref, cand, device, native_cpu)
         result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
         return result.finish(found, CHECK_ORDER, started)
