@@ -173,14 +173,22 @@ def compiler_versions() -> dict[str, str]:
     return {lang: _compiler_version(cc) for lang, cc in COMPILER.items()}
 
 
-def source_key(source: str, lang: str = "c", version: str | None = None) -> str:
+def key_spec() -> dict[str, str]:
+    """Language -> everything but the source that enters ``source_key`` here
+    (flags, standard, compiler version): the judge computes keys from the
+    sandbox's spec, so a sandbox with other code or another compiler agrees."""
+    return {lang: "\0".join((" ".join(FLAGS + STRICT[lang]), STD[lang], _compiler_version(cc)))
+            for lang, cc in COMPILER.items()}
+
+
+def source_key(source: str, lang: str = "c", spec: str | None = None) -> str:
     """The cache key of a build: source, language, flags and compiler version
-    (``version`` as ``compiler_versions()`` gave it elsewhere, e.g. in the sandbox)."""
+    (``spec``: ``key_spec()[lang]`` as computed elsewhere, e.g. in the sandbox)."""
     if lang not in COMPILER:
         raise NativeError(f"lang must be 'c' or 'c++', not {lang!r}")
     h = hashlib.sha256()
-    version = _compiler_version(COMPILER[lang]) if version is None else version
-    for part in (lang, " ".join(FLAGS + STRICT[lang]), STD[lang], version, source):
+    spec = key_spec()[lang] if spec is None else spec
+    for part in (lang, spec, source):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()[:32]

@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
         "kind": "ready", "pid": os.getpid(), "notes": notes, "torch": str(torch.__version__),
         "triton": str(triton.__version__), "device": args.device,
         # Asked here, once: children inherit the answers and never start the compiler to learn them.
-        "native": native.compiler_versions(), "cpu_model": timing.cpu_model(), "cpus": timing.granted_cpus(),
+        "native": native.key_spec(), "cpu_model": timing.cpu_model(), "cpus": timing.granted_cpus(),
     })
     from .wire import read
 
