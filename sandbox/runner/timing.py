@@ -93,6 +93,9 @@ def grant_threads() -> int:
     n = granted_cpus()
     os.environ["OMP_NUM_THREADS"] = str(n)
     torch.set_num_threads(n)
+    # Start torch's pool now (an op large enough to run in parallel): a pool
+    # that appears first during a later trial would look like work left running.
+    torch.ones(1 << 20).add_(1)
     return n
 
 
