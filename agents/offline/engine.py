@@ -2,9 +2,11 @@
 
 Used when no provider is configured, and to hand LLM runs a verified starting
 point. It reads the sandbox's analysis of the reference (never the reference
-itself), matches a family of our own parametrised Triton templates, renders a
-candidate per launch-parameter set, and lets the judge decide: the same judge
-and checks as LLM candidates, results labelled as non-LLM.
+itself), matches a family of our own parametrised templates (Triton for the
+triton and cuda backends, C for cpu), renders a candidate per parameter set, and
+lets the judge decide: the same judge and checks as LLM candidates, results
+labelled as non-LLM. Where the judge measures real speedups (CUDA; native C on
+the CPU) every proposal is timed and the fastest verified one wins.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from sandbox import EvalOptions
 
 from .match import Match, MatchReport, match_report
 from .signature import Signature, from_source
-from .templates import FAMILIES
+from .templates import families_for
+from .templates.cpu.common import NotRenderable
 
 LABEL = "offline engine (no LLM)"
 log = logging.getLogger(__name__)
@@ -51,16 +54,20 @@ class Proposal:
 
 
 class OfflineEngine:
-    """Proposes candidates from the templates, best guess first."""
+    """Proposes candidates from the templates of one backend, best guess first."""
 
     label = LABEL
 
+    def __init__(self, backend: str = "triton") -> None:
+        self.backend = backend
+        self.templates = families_for(backend)
+
     def families(self) -> list[str]:
-        return list(FAMILIES)
+        return list(self.templates)
 
     def autotune_space(self, family: str) -> list[dict[str, Any]]:
-        """The launch-parameter sets tried for a family, best guess first."""
-        return [dict(p) for p in FAMILIES[family].PARAM_SPACE]
+        """The parameter sets tried for a family, best guess first."""
+        return [dict(p) for p in self.templates[family].PARAM_SPACE]
 
     def report(self, analysis: dict[str, Any], signature: Signature | None = None) -> MatchReport:
         return match_report(analysis, signature)
@@ -74,15 +81,18 @@ class OfflineEngine:
     def proposals(self, matches: list[Match], max_candidates: int) -> list[Proposal]:
         out: list[Proposal] = []
         seen: set[str] = set()
-        depth = max((len(FAMILIES[m.family].PARAM_SPACE) for m in matches), default=0)
+        depth = max((len(self.templates[m.family].PARAM_SPACE) for m in matches), default=0)
         for rank in range(depth):
             for m in matches:
-                space = FAMILIES[m.family].PARAM_SPACE
+                space = self.templates[m.family].PARAM_SPACE
                 if rank >= len(space) or len(out) >= max_candidates:
                     continue
                 params = dict(space[rank])
                 try:
-                    source = FAMILIES[m.family].render(m, params)
+                    source = self.templates[m.family].render(m, params)
+                except NotRenderable as exc:
+                    log.info("offline %s template %s does not cover %s: %s", self.backend, m.family, m.kind, exc)
+                    continue
                 except Exception:  # a template bug must not stop the other proposals
                     log.exception("offline template %s failed to render for %s", m.family, m.kind)
                     continue

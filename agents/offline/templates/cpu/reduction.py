@@ -1,0 +1,2 @@
+PARAM_SPACE = [{}]
+def render(match, params): raise NotImplementedError
