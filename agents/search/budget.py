@@ -26,7 +26,7 @@ class SearchConfig:
     max_wall_s: float | None = None
     target_speedup: float | None = None
     stagnation_rounds: int = 2
-    backend: str = "triton"
+    backend: str = "triton"             # "triton" | "cuda" | "cpu" (C kernels built by kforge_native)
     offline_starters: int = 4
     parallel: int = 4
 
