@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import checks as C
-from . import policy
+from . import native_build, native_sources, policy, policy_native
 from .drivers import get_driver
 from .drivers.base import JobOutcome, RunnerSession, SandboxError
 from .errors import ProblemError
@@ -25,6 +25,11 @@ from .result import EvalResult, timing_summary
 CHECK_ORDER = ("compile", "signature", "source_policy", "runtime", "correctness", "perturbed_sizes", "output_format", "finite",
                "inputs_unchanged", "deterministic", "post_timing", "kernel_launched", "kernel_does_work", "no_reference_ops",
                "no_stray_work", "no_tampering", "timer_corroborated")
+
+
+# Native kernels on the CPU: repetitions per timed model, and the time budget of each.
+NATIVE_CPU_REPS = 50
+NATIVE_CPU_BUDGET_S = 4.0
 
 
 @dataclass
@@ -169,33 +174,61 @@ class Judge:
         device = resolve_device(options.device)
         problem = load_problem(reference_name, reference)
         plan = plan_trials(problem, options)
-        reps = options.time_reps if options.time_reps is not None else (100 if device == "cuda" else 5)
-        compile_baseline = options.compile_baseline if options.compile_baseline is not None else device == "cuda"
+        try:
+            tree = parse_source(candidate, candidate_name, require=("ModelNew",))
+        except ProblemError as exc:
+            tree, parse_error = None, exc
+        extracted = native_sources.extract(tree, candidate_name) if tree is not None \
+            else native_sources.Extracted([], [])
+        # Native kernels on the CPU are timed for real: more repetitions, and torch.compile as a baseline.
+        native_cpu = device == "cpu" and bool(extracted.sources)
+        reps = options.time_reps if options.time_reps is not None else \
+            (100 if device == "cuda" else NATIVE_CPU_REPS if native_cpu else 5)
+        compile_baseline = options.compile_baseline if options.compile_baseline is not None else \
+            (device == "cuda" or native_cpu)
         ref_job = {"role": "reference", "source": problem.run_source, "filename": reference_name, "device": device,
                    "trials": plan, "constants": sorted(problem.size_constants()), "defaults": problem.literal_dims,
                    "time_reps": reps, "compile_baseline": compile_baseline}
+        if native_cpu:
+            ref_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
         try:
             ref = self._run(options, device, ref_job)
         except SandboxError as exc:
             raise ProblemError(f"the sandbox failed while running the reference: {exc}") from exc
         ref_trials = reference_trials(ref, reference_name, plan)
         result = EvalResult(device=device, sandbox=options.sandbox, seeds=[p["input_seed"] for p in plan])
-        try:
-            tree = parse_source(candidate, candidate_name, require=("ModelNew",))
-        except ProblemError as exc:
-            return result.finish([C.Check("compile", C.FAIL, str(exc))], CHECK_ORDER, started)
+        if tree is None:
+            return result.finish([C.Check("compile", C.FAIL, str(parse_error))], CHECK_ORDER, started)
         # Read before the candidate runs; it still runs, so every other check reports too.
-        rules = C.policy_check(policy.findings(candidate, candidate_name, tree))
+        native_rules = policy_native.check_sources(extracted.sources, candidate_name)
+        rules = C.policy_check(policy.findings(candidate, candidate_name, tree) + extracted.findings
+                               + [f for found in native_rules for f in found])
+        prebuilt: dict[str, str] = {}
+        if extracted.sources:
+            session = self.session(options.sandbox, device)
+            try:
+                built = native_build.build_sources(
+                    extracted.sources, session.ready.get("native"),
+                    {i for i, found in enumerate(native_rules) if found},
+                    lambda job: self._run(options, device, job), device)
+            except SandboxError as exc:
+                raise ProblemError(f"the sandbox failed while building the native sources: {exc}") from exc
+            if built.errors:
+                return result.finish([C.Check("compile", C.FAIL, "\n".join(built.errors)[:6000]), rules],
+                                     CHECK_ORDER, started)
+            prebuilt = built.prebuilt
         cand_trials = [{**spec, **{k: ref_trials[i][k] for k in ("init_inputs", "inputs", "state_dict")}}
                        for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
         cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,
-                    "trials": cand_trials, "time_reps": reps}
+                    "trials": cand_trials, "time_reps": reps, "native_prebuilt": prebuilt}
+        if native_cpu:
+            cand_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
         try:
             cand = self._run(options, device, cand_job)
         except SandboxError as exc:
             cand = JobOutcome(exit={"reason": "protocol", "detail": str(exc)})
-        found = candidate_checks(plan, ref, ref_trials, cand, options, device) + [rules]
-        result.timing = timing_summary(ref, cand, device)
+        found = candidate_checks(plan, ref, ref_trials, cand, options, device, native_cpu) + [rules]
+        result.timing = timing_summary(ref, cand, device, native_cpu)
         result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
         return result.finish(found, CHECK_ORDER, started)
 
@@ -226,7 +259,7 @@ def reference_trials(ref: JobOutcome, name: str, plan: list[dict[str, Any]]) -> 
 
 
 def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: dict[int, dict[str, Any]],
-                     cand: JobOutcome, options: EvalOptions, device: str) -> list[C.Check]:
+                     cand: JobOutcome, options: EvalOptions, device: str, native_cpu: bool = False) -> list[C.Check]:
     loaded = cand.first("loaded")
     if loaded is None:
         err = cand.first("error")
@@ -241,7 +274,7 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
     timed = any(s["tag"] == "timing" for s in plan)
     if timed and cand.finished:
         found.append(C.post_timing_check(plan, ref_trials, cand.first("post_timing"), options.tolerance))
-        found.append(C.corroboration_check(cand, "candidate", device))
+        found.append(C.corroboration_check(cand, "candidate", device, enforce=native_cpu))
     found.append(C.ops_check(ref_trials, cand_trials))
     if cand.finished:
         found.append(C.ablation_check(ref_trials, cand.first("ablation"), options.tolerance))

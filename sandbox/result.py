@@ -51,12 +51,18 @@ class EvalResult:
         s = self.timing.get("speedup_vs_eager")
         return s["value"] if s else None
 
+    @property
+    def speedup_compile(self) -> float | None:
+        s = self.timing.get("speedup_vs_compile")
+        return s["value"] if s else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "reasons": self.reasons,
             "correct": self.correct,
             "speedup": self.speedup,
+            "speedup_compile": self.speedup_compile,
             "checks": {c.name: c.outcome for c in self.checks},
             "check_details": {c.name: c.detail for c in self.checks},
             "timing": self.timing,
@@ -73,21 +79,41 @@ def error_json(message: str) -> dict[str, Any]:
             "check_details": {}}
 
 
-def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str) -> dict[str, Any]:
-    """Medians with IQR, and speedups with their spread -- on CUDA only: the
-    CPU numbers time eager torch against Triton's interpreter."""
+def cpu_label(frame: dict[str, Any]) -> str:
+    return (f"cpu: {frame.get('cpu_model', 'unknown CPU')}, {frame.get('threads', '?')} thread(s); native kernels, "
+            f"wall clock per call with the last-level cache flushed ({int(frame.get('flush_bytes', 0)) >> 20} MB "
+            "written) before each; baselines timed the same way")
+
+
+def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: bool = False) -> dict[str, Any]:
+    """Medians with IQR, and speedups with their spread: on CUDA, and on the
+    CPU when the candidate's kernels are native (no Triton launch: the
+    interpreter's times say nothing about speed)."""
     runs = {f["name"]: f for f in ref.of_kind("timing") + cand.of_kind("timing") if f.get("times_ms")}
     if not runs:
         return {}
-    out: dict[str, Any] = {"device": device, "label": next(iter(runs.values())).get("label", "")}
+    first = next(iter(runs.values()))
+    out: dict[str, Any] = {"device": device, "label": first.get("label", "")}
     for name, frame in runs.items():
         out[name] = median_iqr(frame["times_ms"])
+    post = cand.first("post_timing") or {}
+    names = list((post.get("launch_names") or {}).keys())
+    real = device == "cuda" or (native_cpu and bool(names) and all(n.startswith("native:") for n in names))
+    if device != "cuda" and real:
+        out["label"] = cpu_label(runs.get("candidate", first))
+        out["cpu_model"] = runs.get("candidate", first).get("cpu_model")
+        out["threads"] = runs.get("candidate", first).get("threads")
+        mismatch = {f.get("threads") for f in runs.values()}
+        if len(mismatch) > 1:
+            out["note"] = f"thread counts differ between timed runs: {sorted(map(str, mismatch))}"
+            real = False
     cand_t = out.get("candidate")
     for base, key in (("baseline_eager", "speedup_vs_eager"), ("baseline_compile", "speedup_vs_compile")):
         b = out.get(base)
-        if device == "cuda" and cand_t and b and cand_t["median_ms"] > 0:
+        if real and cand_t and b and cand_t["median_ms"] > 0:
             out[key] = {"value": b["median_ms"] / cand_t["median_ms"],
                         "low": b["q1_ms"] / max(cand_t["q3_ms"], 1e-9), "high": b["q3_ms"] / max(cand_t["q1_ms"], 1e-9)}
-    if device != "cuda":
-        out["note"] = "no GPU: speedup not reported; these CPU timings say nothing about GPU speed"
+    if device != "cuda" and not real:
+        out.setdefault("note", "no GPU: speedup not reported; these CPU timings (eager torch / Triton's interpreter) "
+                               "say nothing about speed")
     return out

@@ -13,6 +13,11 @@ has to be built, pulled or kept in step. Only the ``sandbox`` package is
 mounted, not the whole repository: the rest (app code, ``.env``) is none of a
 sandbox's business.
 
+The judge's cache of native libraries (``sandbox.native_cache``) is mounted
+read-only at the same path: candidates load what the judge built, and cannot
+change it. Builds run in the container too (a build job), with the compiler of
+the mounted /usr (or, in image mode, the image's).
+
 The judge talks to the runner over a unix socket in a host directory
 bind-mounted at ``/ipc``: the Docker API's attach stream is multiplexed and
 awkward to use as a byte pipe. Once connected, the driver makes that
@@ -38,6 +43,7 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 from docker.types import DeviceRequest, LogConfig, Mount
 
+from .. import native_cache
 from .base import RunnerSession, SandboxError, sandbox_env
 from .process import PACKAGE_ROOT
 
@@ -177,6 +183,9 @@ class DockerDriver:
         else:
             python, package_root, mounts = self.image_python, self.image_package_root, []
         mounts.append(Mount(IPC, ipc_dir, type="bind", read_only=False))
+        # Native libraries the judge built (in this sandbox) for candidates: read-only, same path as on the host.
+        cache = native_cache.ensure()
+        mounts.append(Mount(cache, cache, type="bind", read_only=True))
         command = [python, "-m", "sandbox.runner.zygote", "--scratch-root", SCRATCH, "--device", device,
                    "--socket", f"{IPC}/{SOCKET_NAME}", "--kill-leftovers"]
         env = sandbox_env({

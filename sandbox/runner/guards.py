@@ -1,7 +1,8 @@
 """Observers installed in a runner child before untrusted code is loaded.
 
 * ``LaunchCounter`` counts custom-kernel launches: Triton kernels (compiled or
-  interpreted) and functions of extensions built with ``load_inline``/``load``.
+  interpreted), functions of extensions built with ``load_inline``/``load``,
+  and native functions loaded with ``kforge_native.load_c``/``load_cpp``.
 * ``OpRecorder`` records the aten ops a forward call runs (a dispatch mode, so
   ops issued from C++ extensions are seen too).
 * ``TamperGuard`` remembers the identity of the functions that timing, syncing
@@ -55,6 +56,57 @@ class LaunchCounter:
 
         ext.load_inline = self._wrap_loader(ext.load_inline)
         ext.load = self._wrap_loader(ext.load)
+        self._install_native()
+
+    def _install_native(self) -> None:
+        """``kforge_native`` as candidates import it: the loader's functions
+        wrapped so that each native call counts (and is skipped in the ablation)."""
+        import sys
+        import types
+
+        from . import native
+
+        shim = types.ModuleType("kforge_native", "Native CPU kernels (see docs/cpu_backend.md).")
+        for name in ("NativeError", "NativeBuildError", "NativeArgumentError", "NativeLibrary"):
+            setattr(shim, name, getattr(native, name))
+        shim.load_c = self._wrap_native_loader(native.load_c)
+        shim.load_cpp = self._wrap_native_loader(native.load_cpp)
+        shim.__all__ = ["NativeError", "NativeBuildError", "NativeArgumentError", "NativeLibrary", "load_c", "load_cpp"]
+        sys.modules["kforge_native"] = shim
+
+    def _wrap_native_loader(self, loader: Callable) -> Callable:
+        counter = self
+
+        @functools.wraps(loader)
+        def counted_load(*args: Any, **kwargs: Any) -> Any:
+            lib = loader(*args, **kwargs)
+            table = lib._functions
+            for fname in list(table):
+                wrapped = counter._wrap_native_fn(table[fname])
+                table[fname] = wrapped
+                setattr(lib, fname, wrapped)
+            return lib
+
+        return counted_load
+
+    def _wrap_native_fn(self, fn: Any) -> Callable:
+        counter = self
+        name = f"native:{fn.__name__}"
+        ret = fn.proto.ret
+
+        def counted_native(*args: Any) -> Any:
+            counter._hit(name)
+            if counter.ablation is None:
+                return fn(*args)
+            fn.convert(args)  # the same argument errors as a real call
+            counter.ablation.skip(fn.outputs(args))
+            if ret == "void":
+                return None
+            return float("nan") if ret in ("float", "double") else -0x5A5A5A5A
+
+        counted_native.__name__ = fn.__name__
+        counted_native.__qualname__ = fn.__name__
+        return counted_native
 
     def _wrap_triton(self, run: Callable, interpreted: bool) -> Callable:
         counter = self

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from . import guards, timing
+from . import guards, native, timing
 from .loader import LoadError, describe, load_module, signature_of
 
 Emit = Callable[[dict[str, Any]], None]
@@ -83,6 +83,8 @@ def build(module: Any, cls_name: str, trial: dict[str, Any], device: str) -> tor
 
 def run_reference(job: dict[str, Any], emit: Emit) -> None:
     device = job["device"]
+    if device == "cpu":
+        timing.grant_threads()
     module = load_module(job["source"], job["filename"], "kforge_reference")
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
@@ -139,7 +141,15 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
     """Time ``model`` over the input sets; frames around each phase let the
     runner stamp them with a clock this process cannot reach."""
     device, reps, budget = job["device"], job["time_reps"], job.get("time_budget_s", 10.0)
-    timer = timing.time_cuda if device == "cuda" else timing.time_cpu
+    meta: dict[str, Any] = {}
+    if device == "cuda":
+        timer: Callable[..., list[float]] = timing.time_cuda
+    else:
+        flush = timing.CacheFlush()
+        meta = {"cpu_model": timing.cpu_model(), "threads": torch.get_num_threads(), "flush_bytes": flush.bytes}
+
+        def timer(fn: Callable[[int], object], reps: int, budget: float, after: timing.Hook) -> list[float]:
+            return timing.time_cpu(fn, reps, budget, after, flush)
     # Fixed buffers whose contents change before every repetition: a result
     # cached by buffer identity is stale, and the check after timing sees it.
     buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
@@ -174,11 +184,31 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
         load(0)
         times = timer(call, reps, budget, between)
     emit({"kind": "timing", "name": label, "times_ms": times, "plain_reps": plain_reps,
-          "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL})
+          "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL, **meta})
+
+
+def run_build(job: dict[str, Any], emit: Emit) -> None:
+    """Compile the native sources the judge extracted (trusted code: only the
+    compiler reads the untrusted text) and send each library's bytes back;
+    the judge stores them where candidates can only read them."""
+    work = os.path.join(os.getcwd(), "native")
+    for src in job["sources"]:
+        try:
+            path = native.build(src["text"], src["lang"], src["name"], cache_dir=work, key=src["key"])
+            with open(path, "rb") as f:
+                data = f.read()
+        except native.NativeError as exc:
+            emit({"kind": "build_error", "key": src["key"], "name": src["name"], "message": str(exc)})
+            continue
+        emit({"kind": "built", "key": src["key"], "lib": torch.frombuffer(bytearray(data), dtype=torch.uint8)})
 
 
 def run_candidate(job: dict[str, Any], emit: Emit) -> None:
     device, filename = job["device"], job["filename"]
+    if device == "cpu":
+        timing.grant_threads()
+    # Only libraries the judge built may load; the candidate never compiles.
+    native.prebuilt = dict(job.get("native_prebuilt") or {})
     launches = guards.LaunchCounter()
     launches.install()
     evasion = guards.EvasionWatch()
@@ -243,10 +273,13 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
         emit_timing(job, emit, timing_model, sets, "candidate", after=keep)
         emit({"kind": "post_timing", "outputs": [kept[i][1] for i in sorted(kept)],
               "structures": [kept[i][0] for i in sorted(kept)], "rep_sums": sums,
-              "tamper": guard.changed() + list(dict.fromkeys(evasion.events)), "launches": launches.count})
+              "tamper": guard.changed() + list(dict.fromkeys(evasion.events)), "launches": launches.count,
+              "launch_names": dict(launches.names)})
     # Last, so that nothing it leaves behind can touch another check.
     timed = bool(sets and timing_model is not None and job.get("time_reps"))
-    emit(ablation(job, module, launches, timing_model if timed else None))
+    last = ablation(job, module, launches, timing_model if timed else None)
+    last["launch_names"] = dict(launches.names)
+    emit(last)
 
 
 def ablation(job: dict[str, Any], module: Any, launches: guards.LaunchCounter,
@@ -284,6 +317,8 @@ def run(job: dict[str, Any], emit: Emit) -> None:
     try:
         if job["role"] == "reference":
             run_reference(job, emit)
+        elif job["role"] == "build":
+            run_build(job, emit)
         elif job["role"] == "analyze":
             from .analyze import run_analyze
 

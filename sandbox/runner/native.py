@@ -38,6 +38,7 @@ Standard library and torch only: this module runs inside the sandbox.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import re
@@ -154,19 +155,29 @@ def parse_prototype(text: str) -> Prototype:
     return Prototype(name=m["name"], ret=ret, params=tuple(params))
 
 
+@functools.cache
 def _compiler_version(compiler: str) -> str:
+    """Asked once per process (the warm runner asks before it forks, so a
+    candidate's child never starts the compiler, not even for this)."""
     try:
         return subprocess.run([compiler, "-dumpfullversion"], capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
-def source_key(source: str, lang: str = "c") -> str:
-    """The cache key of a build: source, language, flags and compiler version."""
+def compiler_versions() -> dict[str, str]:
+    """Language -> the compiler's version, as it enters ``source_key``."""
+    return {lang: _compiler_version(cc) for lang, cc in COMPILER.items()}
+
+
+def source_key(source: str, lang: str = "c", version: str | None = None) -> str:
+    """The cache key of a build: source, language, flags and compiler version
+    (``version`` as ``compiler_versions()`` gave it elsewhere, e.g. in the sandbox)."""
     if lang not in COMPILER:
         raise NativeError(f"lang must be 'c' or 'c++', not {lang!r}")
     h = hashlib.sha256()
-    for part in (lang, " ".join(FLAGS), STD[lang], _compiler_version(COMPILER[lang]), source):
+    version = _compiler_version(COMPILER[lang]) if version is None else version
+    for part in (lang, " ".join(FLAGS), STD[lang], version, source):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -176,9 +187,10 @@ def default_cache_dir() -> str:
     return os.environ.get("KFORGE_NATIVE_CACHE") or os.path.join(tempfile.gettempdir(), f"kforge-native-{os.getuid()}")
 
 
-def build(source: str, lang: str = "c", name: str = "kernel", cache_dir: str | None = None) -> str:
+def build(source: str, lang: str = "c", name: str = "kernel", cache_dir: str | None = None,
+          key: str | None = None) -> str:
     """Compiles ``source`` into a shared library (or finds it in the cache) and returns its path."""
-    key = source_key(source, lang)
+    key = key or source_key(source, lang)
     cache_dir = cache_dir or default_cache_dir()
     target = os.path.join(cache_dir, f"{key}.so")
     if os.path.exists(target):
@@ -215,9 +227,15 @@ class NativeFunction:
     def __init__(self, proto: Prototype, cfunc: Any) -> None:
         self.proto = proto
         self.__name__ = proto.name
-        self._cfunc = cfunc
         cfunc.argtypes = [ctypes.c_void_p if p.pointer else _SCALARS[p.ctype] for p in proto.params]
         cfunc.restype = None if proto.ret == "void" else _SCALARS[proto.ret]
+
+        # The ctypes function stays in this closure, not in an attribute: a
+        # ctypes object would hand the candidate raw calls at any address.
+        def invoke(converted: list[Any]) -> Any:
+            return cfunc(*converted)
+
+        self._invoke = invoke
 
     def outputs(self, args: tuple[Any, ...]) -> list[torch.Tensor]:
         """The tensors passed for non-const pointers: what the kernel may write."""
@@ -252,7 +270,7 @@ class NativeFunction:
         return out
 
     def __call__(self, *args: Any) -> Any:
-        return self._cfunc(*self.convert(args))
+        return self._invoke(self.convert(args))
 
     def __repr__(self) -> str:
         return f"<native {self.proto}>"

@@ -98,8 +98,10 @@ class Runner:
             os.closerange(write_fd + 1, 1024)
             if unique:
                 os.chown(os.path.join(scratch, "log.txt"), uid, uid)
-            for var in ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "XDG_CACHE_HOME"):
+            for var in ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "XDG_CACHE_HOME",
+                        "TORCHINDUCTOR_CACHE_DIR"):
                 os.environ[var] = scratch
+            tempfile.tempdir = scratch  # the runner may have cached another (inductor asks gettempdir)
             os.chdir(scratch)
             confine.confine_child(
                 uid, msg["memory_mb"], int(msg["timeout"]) + 5, msg["max_procs"],
@@ -211,10 +213,16 @@ def main(argv: list[str] | None = None) -> None:
         notes += confine.isolate_runner(args.scratch_root, args.hide, args.keep)
     if args.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
+    # Before any OpenMP runtime starts (torch's, inductor's, a native kernel's):
+    # idle OpenMP threads sleep instead of spinning. On a shared machine
+    # spinning pools of two runtimes take each other's cores, and a parallel
+    # region then waits milliseconds for a time slice; every timed party
+    # (candidate and baselines) runs with the same policy.
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     import torch
     import triton
 
-    from . import analyze, guards, harness, timing  # noqa: F401  (imported once, inherited by every child)
+    from . import analyze, guards, harness, native, timing  # noqa: F401  (imported once, inherited by every child)
 
     torch.set_num_threads(1)
     from .prewarm import prewarm
@@ -233,6 +241,8 @@ def main(argv: list[str] | None = None) -> None:
     runner.send({
         "kind": "ready", "pid": os.getpid(), "notes": notes, "torch": str(torch.__version__),
         "triton": str(triton.__version__), "device": args.device,
+        # Asked here, once: children inherit the answers and never start the compiler to learn them.
+        "native": native.compiler_versions(), "cpu_model": timing.cpu_model(), "cpus": timing.granted_cpus(),
     })
     from .wire import read
 
