@@ -129,7 +129,7 @@ class Search:
         """An identical (or near-identical) problem starts from the archived winner, judged again."""
         if self.archive is None or any(a.source == "archive" for a in traj.attempts()):
             return
-        arch = arch_of(analysis)
+        arch = arch_of(analysis, self.config.backend)
         entry = self.archive.archived(ctx.reference, self.config.backend, arch)
         if entry is None:
             return
