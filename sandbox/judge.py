@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import baseline_cache, native_build, native_sources, policy, policy_native
 from . import checks as C
-from . import native_build, native_sources, policy, policy_native
 from .drivers import get_driver
 from .drivers.base import JobOutcome, RunnerSession, SandboxError
 from .errors import ProblemError
@@ -43,6 +43,7 @@ class EvalOptions:
     timing_sets: int = 2
     time_reps: int | None = None
     compile_baseline: bool | None = None
+    baseline_cache: bool = True  # native CPU timing: reuse baselines timed on this machine before
     tolerance: tuple[float, float] | None = None
 
 
@@ -144,6 +145,14 @@ class Judge:
                 driver, _ = self._sessions.pop((options.sandbox, device))
                 driver.stop(session)
 
+    def _cached_baselines(self, problem: Problem, options: EvalOptions, device: str, reps: int,
+                          compile_baseline: bool) -> tuple[str, list[dict[str, Any]] | None]:
+        ready = self.session(options.sandbox, device).ready
+        machine = {k: ready.get(k) for k in ("cpu_model", "cpus", "torch")}
+        sizes = {**problem.literal_dims, **problem.size_constants()}
+        k = baseline_cache.key(problem.run_source, sizes, machine, reps, compile_baseline)
+        return k, baseline_cache.lookup(k)
+
     def analyze(self, reference: str, reference_name: str = "reference.py",
                 options: EvalOptions | None = None) -> dict[str, Any]:
         """The reference's fx graph, parameters, input/output shapes and a
@@ -189,12 +198,20 @@ class Judge:
         ref_job = {"role": "reference", "source": problem.run_source, "filename": reference_name, "device": device,
                    "trials": plan, "constants": sorted(problem.size_constants()), "defaults": problem.literal_dims,
                    "time_reps": reps, "compile_baseline": compile_baseline}
+        cached_key, cached = None, None
         if native_cpu:
             ref_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
+            if options.baseline_cache:
+                cached_key, cached = self._cached_baselines(problem, options, device, reps, compile_baseline)
+                ref_job["skip_baselines"] = cached is not None
         try:
             ref = self._run(options, device, ref_job)
         except SandboxError as exc:
             raise ProblemError(f"the sandbox failed while running the reference: {exc}") from exc
+        if cached is not None:
+            ref.frames.extend(cached)
+        elif cached_key is not None and ref.finished:
+            baseline_cache.store(cached_key, ref.of_kind("timing"))
         ref_trials = reference_trials(ref, reference_name, plan)
         result = EvalResult(device=device, sandbox=options.sandbox, seeds=[p["input_seed"] for p in plan])
         if tree is None:

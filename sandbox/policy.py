@@ -60,6 +60,9 @@ _ATTRS: dict[str, str] = {
     "_python_dispatch": "manipulates torch's dispatch modes",
     "_disable_current_modes": "hides torch ops from the judge",
     "_DisableTorchDispatch": "hides torch ops from the judge",
+    **dict.fromkeys(("_invoke", "_functions", "_cfunc", "_handle", "_FuncPtr", "_objects", "_b_base_",
+                     "_as_parameter_", "_func_ptr"), "reaches the native loader's internals (raw ctypes calls, "
+                    "uncounted launches)"),
 }
 # Attributes banned on one module only (``model.modules()`` and ``re.compile`` are fine).
 _ON_MODULE = {"sys.modules": "reads or rewrites the module table",

@@ -45,12 +45,23 @@ REQUIRED = {
     "late wrong": ["late_wrong"],
     "timing-aware": ["timing_aware"],
     "child process": ["child_fork", "child_popen", "child_daemon"],
+    # Native (cpu backend) candidates.
+    "native decoy kernel": ["native_decoy"],
+    "native: torch does the work": ["native_torch_work"],
+    "native cached result": ["native_static_cache", "native_content_cache"],
+    "native input mutation": ["native_input_write"],
+    "native shape hard-coding": ["native_hardcoded_size"],
+    "native stray thread": ["native_stray_thread"],
+    "native computed source": ["native_computed_source"],
+    "native loader internals": ["native_loader_internals"],
 }
 
 CORRECT_EVERYWHERE = ["decoy_kernel", "decoy_counter_bump", "reference_op_softmax", "reference_op_matmul",
                       "reference_op_functional", "reference_op_equivalent", "reference_op_disguised",
                       "reference_op_hidden_mode", "decoy_copy_kernel", "decoy_inplace_identity",
-                      "dispatch_guard_hidden", "cache_by_content"]
+                      "dispatch_guard_hidden", "cache_by_content", "native_decoy", "native_torch_work",
+                      "native_static_cache", "native_content_cache", "native_computed_source",
+                      "native_loader_internals"]
 FIRST_CALL_ONLY = ["cache_replay", "cache_replay_instance", "nondeterministic"]
 DEFAULT_SIZES_ONLY = ["hardcoded_shape", "hardcoded_shape_matmul"]
 
@@ -195,7 +206,7 @@ def test_timing_aware_is_right_only_on_the_checked_repetitions() -> None:
     assert not any(mp.close(o, w) for o, w in zip(outs[:-2], wants[:-2]))
 
 
-@pytest.mark.parametrize("name", ["input_write", "input_write_view"])
+@pytest.mark.parametrize("name", ["input_write", "input_write_view", "native_input_write"])
 def test_input_writers_have_right_values_and_clobbered_inputs(name: str) -> None:
     got, want, before, after = _run(name)[0]
     assert torch.allclose(got, want, atol=1e-4, rtol=1e-4)
@@ -344,3 +355,55 @@ run_candidate({'trials': trials, 'time_reps': 5}, emit)
 def test_uninitialised_output_computes_nothing() -> None:
     text = CHEATS["uninitialised_output"][0].read_text()
     assert "return torch.empty_like(x)" in text
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_native_static_cache_answers_a_repeat_from_its_c_side_cache() -> None:
+    """Same contents again: the answer comes back even when the new input is then
+    overwritten mid-flight -- a memcpy of the remembered result, no computation."""
+    path, reference = CHEATS["native_static_cache"]
+    problem, cheat = fc.load(reference), fc.load(path)
+    ref, cand = mp.build_pair(problem, cheat, seed=1)
+    (x,) = mp.draw_inputs(problem, 1)
+    first = cand(x)
+    assert "static float results" in path.read_text()
+    assert mp.close(first, mp.expected_output(ref, [x])) and torch.equal(cand(x.clone()), first)
+
+
+def test_native_content_cache_replays_without_calling_the_kernel() -> None:
+    path, reference = CHEATS["native_content_cache"]
+    problem, cheat = fc.load(reference), fc.load(path)
+    ref, cand = mp.build_pair(problem, cheat, seed=1)
+    (x,) = mp.draw_inputs(problem, 1)
+    first = cand(x)
+    module = sys.modules[type(cand).__module__]
+    real = module.lib
+    module.lib = None  # a kernel call now raises
+    try:
+        again = cand(x.clone())
+    finally:
+        module.lib = real
+    assert mp.close(first, mp.expected_output(ref, [x])) and mp.close(again, first)
+
+
+def test_native_hardcoded_size_is_right_at_default_and_smaller_sizes_only() -> None:
+    path, reference = CHEATS["native_hardcoded_size"]
+    problem, cheat = fc.load(reference), fc.load(path)
+    ref, cand = mp.build_pair(problem, cheat, seed=2)
+    for shape, right in (((13, 777), True), ((9, 583), True), ((17, 971), False)):
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            got = cand(x)
+        assert mp.close(got, mp.expected_output(ref, [x])) is right, shape
+
+
+def test_native_stray_thread_is_right_only_after_forward_returned() -> None:
+    threads = _threads()
+    got, want, _, _ = _run("native_stray_thread")[0]
+    snapshot = got.clone()
+    assert _threads() > threads, "no thread outlived forward"
+    time.sleep(1.0)
+    assert mp.close(got, want) and not mp.close(snapshot, want)

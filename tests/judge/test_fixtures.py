@@ -32,7 +32,7 @@ SECRETS = {
     "KFORGE_DATABASE_URL": "postgresql://secret@x/y",
 }
 # Hostile candidates that never finish: a short limit keeps the suite quick.
-HANGS = {"busy_loop_forward", "busy_loop_import", "signals_ignored"}
+HANGS = {"busy_loop_forward", "busy_loop_import", "signals_ignored", "native_busy_loop"}
 HANG_TIMEOUT = 10
 TIMEOUT = 120
 # argv of processes that cheats and hostile candidates try to leave running.
@@ -181,7 +181,15 @@ def test_cheat_fails(candidate: Path, reference: Path) -> None:
     code, report, _ = evaluate(candidate, reference)
     assert (code, report["verdict"]) == (1, "fail"), explain(code, report)
     assert report["reasons"], "a fail must say why"
+    assert_caught_by(candidate, report)
     assert not lingering_processes(), f"left running after the judge returned: {lingering_processes()}"
+
+
+def assert_caught_by(candidate: Path, report: dict[str, Any]) -> None:
+    """A fixture may name the check that must catch it (``# caught-by: <check>``)."""
+    expected = fc.header(candidate, "caught-by")
+    if expected is not None:
+        assert report["checks"].get(expected) == "fail", f"{expected} did not fail: {explain(1, report)}"
 
 
 @pytest.mark.parametrize("candidate, reference", HOSTILE, ids=_ids(HOSTILE))
@@ -203,6 +211,9 @@ def test_hostile_candidate_fails_and_is_contained(candidate: Path, reference: Pa
         assert not listener.accepted, f"the sandbox reached a loopback listener: {listener.accepted}"
     assert (code, report["verdict"]) == (1, "fail"), explain(code, report)
     assert report["reasons"], "a fail must say why"
+    assert_caught_by(candidate, report)
+    if candidate.stem == "native_segfault":
+        assert "SIGSEGV" in report["check_details"]["runtime"], report["check_details"]["runtime"]
 
 
 @pytest.mark.parametrize("candidate, reference", BROKEN_REFERENCES, ids=[r.stem for _, r in BROKEN_REFERENCES])
