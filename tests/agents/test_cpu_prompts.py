@@ -53,3 +53,13 @@ def test_repair_feedback_carries_cpu_speedups() -> None:
                      {"candidate": {"median_ms": 1.0}, "speedup_vs_eager": {"value": 0.8},
                       "speedup_vs_compile": {"value": 0.5}, "label": "cpu: AMD EPYC, 2 thread(s)"})
     assert "- timing: median 1.0000 ms, 0.80x vs eager, 0.50x vs torch.compile (cpu: AMD EPYC" in v.feedback()
+
+
+def test_search_config_accepts_cpu_and_refuses_unknown_backends() -> None:
+    import pytest
+
+    from agents.search import SearchConfig
+
+    assert SearchConfig(backend="cpu").to_dict()["backend"] == "cpu"
+    with pytest.raises(ValueError, match="unknown backend"):
+        SearchConfig(backend="opencl")
