@@ -197,7 +197,7 @@ class Judge:
             (device == "cuda" or native_cpu)
         ref_job = {"role": "reference", "source": problem.run_source, "filename": reference_name, "device": device,
                    "trials": plan, "constants": sorted(problem.size_constants()), "defaults": problem.literal_dims,
-                   "time_reps": reps, "compile_baseline": compile_baseline}
+                   "time_reps": reps, "compile_baseline": compile_baseline, "native_timing": native_cpu}
         cached_key, cached = None, None
         if native_cpu:
             ref_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
@@ -237,14 +237,15 @@ class Judge:
         cand_trials = [{**spec, **{k: ref_trials[i][k] for k in ("init_inputs", "inputs", "state_dict")}}
                        for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
         cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,
-                    "trials": cand_trials, "time_reps": reps, "native_prebuilt": prebuilt}
+                    "trials": cand_trials, "time_reps": reps, "native_prebuilt": prebuilt,
+                    "native_timing": native_cpu}
         if native_cpu:
             cand_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
         try:
             cand = self._run(options, device, cand_job)
         except SandboxError as exc:
             cand = JobOutcome(exit={"reason": "protocol", "detail": str(exc)})
-        found = candidate_checks(plan, ref, ref_trials, cand, options, device, native_cpu) + [rules]
+        found = candidate_checks(plan, ref, ref_trials, cand, options, device, native_cpu and reps > 0) + [rules]
         result.timing = timing_summary(ref, cand, device, native_cpu)
         result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
         return result.finish(found, CHECK_ORDER, started)

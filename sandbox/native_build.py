@@ -28,13 +28,12 @@ class Built:
     built_now: int = 0
 
 
-def key_of(src: NativeSource, versions: dict[str, str] | None) -> str:
-    """The key the sandbox computes too: same source, flags and (the sandbox's) compiler version."""
-    version = (versions or {}).get(src.lang)
-    return native.source_key(src.text, src.lang, version)
+def key_of(src: NativeSource, specs: dict[str, str] | None) -> str:
+    """The key the sandbox computes too: the sandbox's flags and compiler version (its ready frame's ``native``)."""
+    return native.source_key(src.text, src.lang, (specs or {}).get(src.lang))
 
 
-def build_sources(sources: list[NativeSource], versions: dict[str, str] | None, rejected: set[int],
+def build_sources(sources: list[NativeSource], specs: dict[str, str] | None, rejected: set[int],
                   run: Callable[[dict[str, Any]], JobOutcome], device: str) -> Built:
     """``rejected``: indices of sources the policy refused; they are not handed to the compiler."""
     out = Built()
@@ -43,7 +42,7 @@ def build_sources(sources: list[NativeSource], versions: dict[str, str] | None, 
         if i in rejected:
             out.errors.append(f"{src.filename}: not built: the source policy rejected it (see source_policy)")
             continue
-        key = key_of(src, versions)
+        key = key_of(src, specs)
         path = native_cache.lookup(key)
         if path:
             out.prebuilt[key] = path

@@ -96,6 +96,8 @@ def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: b
     out: dict[str, Any] = {"device": device, "label": first.get("label", "")}
     for name, frame in runs.items():
         out[name] = median_iqr(frame["times_ms"])
+        if frame.get("cached"):
+            out[name]["cached"] = True  # timed earlier on this machine (sandbox/baseline_cache.py)
     post = cand.first("post_timing") or {}
     names = list((post.get("launch_names") or {}).keys())
     real = device == "cuda" or (native_cpu and bool(names) and all(n.startswith("native:") for n in names))

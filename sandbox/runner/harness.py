@@ -153,7 +153,9 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
         meta = {"cpu_model": timing.cpu_model(), "threads": torch.get_num_threads(), "flush_bytes": flush.bytes}
 
         def timer(fn: Callable[[int], object], reps: int, budget: float, after: timing.Hook) -> list[float]:
-            return timing.time_cpu(fn, reps, budget, after, flush)
+            # Triton's interpreter (not a real timing) keeps its single warm-up call.
+            warmup = timing.CPU_WARMUP_CALLS if job.get("native_timing") else 1
+            return timing.time_cpu(fn, reps, budget, after, flush, warmup)
     # Fixed buffers whose contents change before every repetition: a result
     # cached by buffer identity is stale, and the check after timing sees it.
     buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]

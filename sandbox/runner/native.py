@@ -52,6 +52,9 @@ import torch
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared")
 STD = {"c": "-std=gnu11", "c++": "-std=gnu++17"}
+# C only: a call of an undeclared function is an error, so a kernel reaches
+# only what the allowed headers declare or the source defines.
+STRICT = {"c": ("-Werror=implicit-function-declaration",), "c++": ()}
 COMPILER = {"c": "gcc", "c++": "g++"}
 SUFFIX = {"c": ".c", "c++": ".cpp"}
 BUILD_TIMEOUT_S = 120.0
@@ -170,14 +173,22 @@ def compiler_versions() -> dict[str, str]:
     return {lang: _compiler_version(cc) for lang, cc in COMPILER.items()}
 
 
-def source_key(source: str, lang: str = "c", version: str | None = None) -> str:
+def key_spec() -> dict[str, str]:
+    """Language -> everything but the source that enters ``source_key`` here
+    (flags, standard, compiler version): the judge computes keys from the
+    sandbox's spec, so a sandbox with other code or another compiler agrees."""
+    return {lang: "\0".join((" ".join(FLAGS + STRICT[lang]), STD[lang], _compiler_version(cc)))
+            for lang, cc in COMPILER.items()}
+
+
+def source_key(source: str, lang: str = "c", spec: str | None = None) -> str:
     """The cache key of a build: source, language, flags and compiler version
-    (``version`` as ``compiler_versions()`` gave it elsewhere, e.g. in the sandbox)."""
+    (``spec``: ``key_spec()[lang]`` as computed elsewhere, e.g. in the sandbox)."""
     if lang not in COMPILER:
         raise NativeError(f"lang must be 'c' or 'c++', not {lang!r}")
     h = hashlib.sha256()
-    version = _compiler_version(COMPILER[lang]) if version is None else version
-    for part in (lang, " ".join(FLAGS), STD[lang], version, source):
+    spec = key_spec()[lang] if spec is None else spec
+    for part in (lang, spec, source):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -201,7 +212,7 @@ def build(source: str, lang: str = "c", name: str = "kernel", cache_dir: str | N
         src = os.path.join(work, re.sub(r"\W", "_", name) + SUFFIX[lang])
         with open(src, "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(source)
-        cmd = [COMPILER[lang], *FLAGS, STD[lang], "-o", "lib.so", os.path.basename(src)]
+        cmd = [COMPILER[lang], *FLAGS, *STRICT[lang], STD[lang], "-o", "lib.so", os.path.basename(src)]
         try:
             done = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
         except subprocess.TimeoutExpired as exc:

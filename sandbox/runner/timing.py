@@ -109,12 +109,12 @@ class CacheFlush:
 
 
 def time_cpu(fn: Callable[[int], object], reps: int, budget_s: float, after: Hook = None,
-             flush: Callable[[], object] | None = None) -> list[float]:
+             flush: Callable[[], object] | None = None, warmup: int = CPU_WARMUP_CALLS) -> list[float]:
     """Milliseconds per call; ``fn(i)`` runs repetition ``i``, ``after(i)`` and
     ``flush()`` run untimed. Warm-up calls first; then up to ``reps``
     repetitions, fewer if the budget runs out (never fewer than CPU_MIN_REPS)."""
     deadline = _perf_ns() + int(budget_s * 1e9)
-    for _ in range(CPU_WARMUP_CALLS):  # warm-up (first-call costs, OpenMP pool start)
+    for _ in range(warmup):  # warm-up (first-call costs, OpenMP pool start)
         fn(0)
     times: list[float] = []
     for i in range(reps):

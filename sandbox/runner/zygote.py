@@ -17,6 +17,7 @@ stamps every frame as it arrives; the child cannot reach that clock.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import random
 import select
@@ -30,6 +31,8 @@ from typing import Any, BinaryIO
 from . import confine
 
 LOG_TAIL_BYTES = 4000
+RSS_EVERY_S = 0.05
+F_SETPIPE_SZ = 1031
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -72,6 +75,10 @@ class Runner:
             os.chown(scratch, uid, uid)
         os.chmod(scratch, 0o700)
         read_fd, write_fd = os.pipe()
+        try:  # 1 MB chunks instead of 64 KB: large frames (big tensors) cross in fewer reads
+            fcntl.fcntl(write_fd, F_SETPIPE_SZ, 1 << 20)
+        except OSError:
+            pass
         started = time.monotonic()
         pid = os.fork()
         if pid == 0:  # child
@@ -131,6 +138,7 @@ class Runner:
         buf = bytearray()
         reason = None
         baseline = None
+        next_rss = 0.0
         status = None
         os.set_blocking(fd, False)
         while True:
@@ -145,7 +153,10 @@ class Runner:
                     # the pipe open, so drain briefly rather than wait for EOF.
                     status, deadline = st, min(deadline, time.monotonic() + 0.5)
             ready, _, _ = select.select([fd], [], [], min(0.05, remaining))
-            if unique:
+            # Reading every process's smaps costs milliseconds: at most every
+            # RSS_EVERY_S, not once per chunk read (a large frame is hundreds of chunks).
+            if unique and time.monotonic() >= next_rss:
+                next_rss = time.monotonic() + RSS_EVERY_S
                 rss = confine.private_rss_of_uid_mb(uid)
                 baseline = rss if baseline is None else baseline
                 if rss - baseline > msg["memory_mb"]:
@@ -242,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
         "kind": "ready", "pid": os.getpid(), "notes": notes, "torch": str(torch.__version__),
         "triton": str(triton.__version__), "device": args.device,
         # Asked here, once: children inherit the answers and never start the compiler to learn them.
-        "native": native.compiler_versions(), "cpu_model": timing.cpu_model(), "cpus": timing.granted_cpus(),
+        "native": native.key_spec(), "cpu_model": timing.cpu_model(), "cpus": timing.granted_cpus(),
     })
     from .wire import read
 

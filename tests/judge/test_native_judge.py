@@ -110,6 +110,12 @@ def test_native_timing_is_real_and_labelled(judge: Judge) -> None:
     for name in ("candidate", "baseline_eager", "baseline_compile"):
         assert timing[name]["reps"] >= 5 and timing[name]["q1_ms"] <= timing[name]["median_ms"] <= timing[name]["q3_ms"]
     assert out["checks"]["timer_corroborated"] == "pass"
+    # A second evaluation of the same problem reuses the baselines timed on this machine.
+    again = judge.evaluate(RELU, (fc.HONEST / "relu_affine__native.py").read_text(), options=options)
+    assert again.verdict == "pass", again.reasons
+    assert again.timing["baseline_eager"].get("cached") and again.timing["baseline_compile"].get("cached")
+    assert again.timing["baseline_eager"]["median_ms"] == timing["baseline_eager"]["median_ms"] or \
+        timing["baseline_eager"].get("cached")
 
 
 def test_triton_on_the_cpu_still_reports_no_speedup(judge: Judge) -> None:
