@@ -29,7 +29,7 @@ PARAM_SPACE: list[dict[str, Any]] = [
 
 _RESERVED = {"a", "bp", "ab", "bpb", "ob", "bt", "ib", "jb", "k0", "kc", "j0", "i0", "mr", "nr", "tile", "rows_a",
              "panel", "o", "M", "N", "K", "sab", "sam", "sak", "sbpb", "batch", "first", "last", "i_end", "j_end",
-             "mblocks", "nblocks", "panels", "acc", "x", "v_acc"}
+             "mblocks", "nblocks", "acc", "x", "v_acc"}
 
 _INDEX = {"full": "{v}_p[bt * M * N + i * N + j]", "col": "{v}_p[j]", "row": "{v}_p[bt * M + i]",
           "scalar": "{v}_p[0]"}
@@ -42,7 +42,6 @@ GEMM = '''/* out = {what}, with a: (batch, M, K) through strides (sab, sam, sak)
 {docs}*/
 void fused_matmul({params}) {{
     const int64_t mblocks = (M + {MC} - 1) / {MC}, nblocks = (N + {NC} - 1) / {NC};
-    const int64_t panels = (N + KF_NR - 1) / KF_NR;
     #pragma omp parallel for collapse(3) {schedule}
     for (int64_t bt = 0; bt < batch; bt++) {{
         for (int64_t ib = 0; ib < mblocks; ib++) {{
