@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .cpu_profile import describe_counters, describe_cpu, describe_ops
+
 
 class Evaluator(Protocol):
     """The judge as the agents see it (sandbox.Judge satisfies this)."""
@@ -40,7 +42,14 @@ class Context:
         return str(self.analysis.get("device", "cpu"))
 
     @property
+    def native(self) -> bool:
+        """Kernels in C on the CPU (backend cpu): timings and counters are real."""
+        return self.backend == "cpu"
+
+    @property
     def hardware(self) -> str:
+        if self.native:
+            return describe_cpu(self.analysis)
         return str(self.analysis.get("hardware", self.device))
 
     def describe_inputs(self) -> str:
@@ -55,6 +64,9 @@ class Context:
 
     def describe_profile(self) -> str:
         rows = self.analysis.get("profile", [])
+        if self.native:  # per-op times of the reference, and counters where perf could read them
+            counters = describe_counters(self.analysis.get("counters"))
+            return describe_ops(rows) + (f"\n{counters}" if counters else "")
         return "\n".join(f"- {r['op']}: {100 * r['share']:.1f}% ({r['calls']} call(s))" for r in rows[:10]) or "- (empty)"
 
     def describe_strategies(self) -> str:

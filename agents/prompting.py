@@ -32,6 +32,11 @@ def render(name: str, **values: Any) -> str:
         raise KeyError(f"prompt {name}.md needs ${exc.args[0]}") from exc
 
 
+def variant(name: str, backend: str) -> str:
+    """``name_backend`` when the backend has its own template (system_coder_cpu.md), else ``name``."""
+    return f"{name}_{backend}" if (PROMPTS / f"{name}_{backend}.md").exists() else name
+
+
 _FENCE = re.compile(r"```([a-zA-Z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 
 

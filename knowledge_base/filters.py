@@ -12,8 +12,8 @@ from .model import ANY, Strategy
 @dataclass(frozen=True)
 class Filters:
     op_families: tuple[str, ...] = ()   # keep strategies tagged with any of these (or "any")
-    backend: str | None = None          # "triton" | "cuda"
-    arch: str | None = None             # "sm_90", "cpu"
+    backend: str | None = None          # "triton" | "cuda" | "cpu"
+    arch: str | None = None             # "sm_90", "cpu", "cpu-avx2", "cpu-avx512"
     dtype: str | None = None            # "float16"
     sources: tuple[str, ...] = ()       # "seed", "learned:llm", "learned:offline"
 
@@ -52,13 +52,20 @@ def _sm(arch: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+# CPU hardware keys, each allowing what the ones after it need (an AVX-512 CPU has AVX2)
+_CPU_LEVELS = ("cpu", "cpu-avx2", "cpu-avx512")
+
+
 def arch_allows(rule: str, arch: str) -> bool:
-    """``rule`` is "sm_80" (exactly), ">=sm_80" (that or newer), "cuda" (any GPU) or "cpu"."""
+    """``rule`` is "sm_80" (exactly), ">=sm_80" (that or newer), "cuda" (any GPU), "cpu" (any CPU)
+    or a CPU ISA level ("cpu-avx2": that ISA or a wider one)."""
     rule, arch = rule.strip().lower(), arch.strip().lower()
     if rule in (ANY, arch):
         return True
     if rule == "cuda":
-        return arch != "cpu"
+        return not arch.startswith("cpu")
+    if rule in _CPU_LEVELS and arch in _CPU_LEVELS:
+        return _CPU_LEVELS.index(arch) >= _CPU_LEVELS.index(rule)
     if rule.startswith(">="):
         need, have = _sm(rule[2:]), _sm(arch)
         return need is not None and have is not None and have >= need

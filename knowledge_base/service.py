@@ -53,7 +53,7 @@ class KnowledgeBase:
     def retrieve(self, analysis: dict[str, Any], reference: str, backend: str, k: int = 5) -> list[dict[str, Any]]:
         """The top ``k`` strategies for this problem, each with where it came from and its evidence."""
         families = [f for f in op_families(analysis) if f != "other"]
-        arch = arch_of(analysis)
+        arch = arch_of(analysis, backend)
         dtypes = dtypes_of(analysis)
         filters = Filters.of(op_families=families, backend=backend, arch=arch, dtype=dtypes[0] if dtypes else None)
         hits = self.retriever.search(query_for(analysis, backend), filters, k)
@@ -100,6 +100,8 @@ class KnowledgeBase:
     def learn_from(self, trajectory: dict[str, Any], analysis: dict[str, Any], arch: str, backend: str,
                    job_id: str, summarise: Summarise | None = None) -> dict[str, Any]:
         """Distil strategies from a finished search, merge them, and archive its best passing kernel."""
+        if backend == "cpu" and arch == "cpu":  # native C: keyed by the CPU's ISA, not just "cpu"
+            arch = arch_of(analysis, backend)
         now = self.clock()
         learned = distil(trajectory, analysis, arch, backend, summarise, job_id=job_id, now=now)
         merged = merge(self.store, learned, self.embedder, threshold=self.merge_threshold, now=now,
@@ -162,5 +164,8 @@ def query_for(analysis: dict[str, Any], backend: str) -> str:
         if node.get("op") in ("call_function", "call_method", "call_module") and target not in ops:
             ops.append(target)
     families = " ".join(op_families(analysis))
+    if backend == "cpu":
+        return (f"{families} kernel: {' '.join(ops[:12])}. {shape_regime(analysis)}. "
+                f"native C with OpenMP and SIMD on {arch_of(analysis, backend)}").strip()
     return (f"{families} kernel: {' '.join(ops[:12])}. {shape_regime(analysis)}. "
             f"{backend} on {analysis.get('hardware', analysis.get('device', ''))}").strip()

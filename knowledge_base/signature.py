@@ -181,11 +181,49 @@ def op_families(analysis: dict[str, Any]) -> list[str]:
     return sorted(found, key=_RANK.__getitem__)
 
 
-def arch_of(analysis: dict[str, Any]) -> str:
-    """"sm_90" from the analysis's hardware line "NVIDIA H100 (sm_90)"; "cpu" without a GPU."""
+def arch_of(analysis: dict[str, Any], backend: str | None = None) -> str:
+    """"sm_90" from the analysis's hardware line "NVIDIA H100 (sm_90)"; "cpu" without a GPU.
+    For the cpu backend (native C), the CPU's widest SIMD: "cpu-avx512", "cpu-avx2" or "cpu"."""
+    if backend == "cpu":
+        return cpu_arch(analysis)
     hardware = str(analysis.get("hardware", analysis.get("device", "cpu")))
     found = re.search(r"sm_?(\d+)", hardware)
     return f"sm_{found.group(1)}" if found else "cpu"
+
+
+CPU_ISAS = ("avx512", "avx2")  # widest first
+
+
+def cpu_flags(analysis: dict[str, Any]) -> set[str]:
+    """The CPU's ISA flags: from the analysis (``cpu.isa`` or the hardware line) when the sandbox
+    reports them, else from this host's /proc/cpuinfo (the judge runs on the same host)."""
+    cpu = analysis.get("cpu")
+    if isinstance(cpu, dict) and cpu.get("isa"):
+        return {str(f).lower() for f in cpu["isa"]}
+    hardware = str(analysis.get("hardware", "")).lower()
+    named = {f for f in ("avx512f", "avx2") if f in hardware}
+    return named or host_cpu_flags()
+
+
+def host_cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
+def cpu_arch(analysis: dict[str, Any]) -> str:
+    """The hardware key of CPU strategies and archived C kernels: the widest SIMD the CPU has."""
+    flags = cpu_flags(analysis)
+    if "avx512f" in flags:
+        return "cpu-avx512"
+    if "avx2" in flags:
+        return "cpu-avx2"
+    return "cpu"
 
 
 def dtypes_of(analysis: dict[str, Any]) -> list[str]:

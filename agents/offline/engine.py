@@ -2,9 +2,11 @@
 
 Used when no provider is configured, and to hand LLM runs a verified starting
 point. It reads the sandbox's analysis of the reference (never the reference
-itself), matches a family of our own parametrised Triton templates, renders a
-candidate per launch-parameter set, and lets the judge decide: the same judge
-and checks as LLM candidates, results labelled as non-LLM.
+itself), matches a family of our own parametrised templates (Triton for the
+triton and cuda backends, C for cpu), renders a candidate per parameter set, and
+lets the judge decide: the same judge and checks as LLM candidates, results
+labelled as non-LLM. Where the judge measures real speedups (CUDA; native C on
+the CPU) every proposal is timed and the fastest verified one wins.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from sandbox import EvalOptions
 
 from .match import Match, MatchReport, match_report
 from .signature import Signature, from_source
-from .templates import FAMILIES
+from .templates import families_for
+from .templates.cpu.common import NotRenderable
 
 LABEL = "offline engine (no LLM)"
 log = logging.getLogger(__name__)
@@ -51,16 +54,24 @@ class Proposal:
 
 
 class OfflineEngine:
-    """Proposes candidates from the templates, best guess first."""
+    """Proposes candidates from the templates of one backend, best guess first."""
 
     label = LABEL
 
+    def __init__(self, backend: str = "triton") -> None:
+        self.backend = backend
+        self.templates = families_for(backend)
+
+    def for_backend(self, backend: str) -> OfflineEngine:
+        """This engine if it writes for ``backend``, else one that does."""
+        return self if backend == self.backend else OfflineEngine(backend)
+
     def families(self) -> list[str]:
-        return list(FAMILIES)
+        return list(self.templates)
 
     def autotune_space(self, family: str) -> list[dict[str, Any]]:
-        """The launch-parameter sets tried for a family, best guess first."""
-        return [dict(p) for p in FAMILIES[family].PARAM_SPACE]
+        """The parameter sets tried for a family, best guess first."""
+        return [dict(p) for p in self.templates[family].PARAM_SPACE]
 
     def report(self, analysis: dict[str, Any], signature: Signature | None = None) -> MatchReport:
         return match_report(analysis, signature)
@@ -74,15 +85,18 @@ class OfflineEngine:
     def proposals(self, matches: list[Match], max_candidates: int) -> list[Proposal]:
         out: list[Proposal] = []
         seen: set[str] = set()
-        depth = max((len(FAMILIES[m.family].PARAM_SPACE) for m in matches), default=0)
+        depth = max((len(self.templates[m.family].PARAM_SPACE) for m in matches), default=0)
         for rank in range(depth):
             for m in matches:
-                space = FAMILIES[m.family].PARAM_SPACE
+                space = self.templates[m.family].PARAM_SPACE
                 if rank >= len(space) or len(out) >= max_candidates:
                     continue
                 params = dict(space[rank])
                 try:
-                    source = FAMILIES[m.family].render(m, params)
+                    source = self.templates[m.family].render(m, params)
+                except NotRenderable as exc:
+                    log.info("offline %s template %s does not cover %s: %s", self.backend, m.family, m.kind, exc)
+                    continue
                 except Exception:  # a template bug must not stop the other proposals
                     log.exception("offline template %s failed to render for %s", m.family, m.kind)
                     continue
@@ -133,15 +147,32 @@ def _timer_noise_only(result: EvalResultLike, device: str) -> bool:
     return device == "cpu" and bool(result.reasons) and all(r.startswith("timer_corroborated") for r in result.reasons)
 
 
+def measured(attempts: list[Attempt]) -> bool:
+    """Whether the judge timed these candidates for real (CUDA, or native C on the CPU)."""
+    return any(a.verdict == "pass" and a.speedup is not None for a in attempts)
+
+
+def pick_best(attempts: list[Attempt]) -> tuple[Attempt | None, str]:
+    """The fastest passing attempt when speedups were measured, else the first passing one."""
+    passing = [a for a in attempts if a.verdict == "pass"]
+    if measured(attempts):
+        timed = [a for a in passing if a.speedup is not None]
+        return (max(timed, key=lambda a: a.speedup or 0.0),
+                "highest speedup over eager among passing candidates, as the judge measured it")
+    return (passing[0] if passing else None), ("first passing candidate: no real timing (without a GPU Triton runs "
+                                               "in its interpreter), so there is nothing to rank by")
+
+
 def run_offline(judge: JudgeLike, reference_source: str, name: str, options: EvalOptions | None = None,
                 max_candidates: int = 4, engine: OfflineEngine | None = None,
                 exhaustive: bool | None = None) -> OfflineResult:
     """Analyse the reference in the sandbox, propose, and judge every proposal.
 
-    On CUDA every proposal is judged and the best is the passing one with the highest
-    speedup (the autotuning of launch parameters). On the CPU Triton runs in its
-    interpreter, timings mean nothing, and the first passing proposal is the best; the
-    rest are not judged unless ``exhaustive``.
+    Where timings are real -- CUDA, or the cpu backend's native C on the CPU -- every
+    proposal is judged and the best is the passing one with the highest speedup (the
+    autotuning of the templates' parameters). Triton on the CPU runs in its interpreter,
+    timings mean nothing, and the first passing proposal is the best; the rest are not
+    judged unless ``exhaustive``.
 
     Raises sandbox.ProblemError when the reference itself is unusable (as the judge does).
     """
@@ -155,7 +186,8 @@ def run_offline(judge: JudgeLike, reference_source: str, name: str, options: Eva
     if not proposals:
         result.reason = f"no offline template fits this reference: {report.reason}"
         return result
-    stop_at_first = not exhaustive if exhaustive is not None else device != "cuda"
+    timed = device == "cuda" or engine.backend == "cpu"
+    stop_at_first = not exhaustive if exhaustive is not None else not timed
     stem = name.rsplit("/", 1)[-1].removesuffix(".py")
     for i, proposal in enumerate(proposals):
         cand_name = f"{stem}_offline_{proposal.family}_{i}.py"
@@ -167,14 +199,7 @@ def run_offline(judge: JudgeLike, reference_source: str, name: str, options: Eva
         result.attempts.append(attempt)
         if attempt.verdict == "pass" and stop_at_first:
             break
-    passing = [a for a in result.attempts if a.verdict == "pass"]
-    if device == "cuda":
-        result.selection = "highest speedup over eager among passing candidates"
-        result.best = max(passing, key=lambda a: a.speedup or 0.0, default=None)
-    else:
-        result.selection = ("first passing candidate: without a GPU Triton runs in its interpreter and "
-                            "timings say nothing about GPU speed")
-        result.best = passing[0] if passing else None
+    result.best, result.selection = pick_best(result.attempts)
     if result.best is None:
         result.reason = "no proposal passed the judge: " + "; ".join(
             f"{a.proposal.family} ({a.reasons[0] if a.reasons else a.verdict})" for a in result.attempts)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..context import Context
-from ..prompting import FormatError, code_block, render
+from ..prompting import FormatError, code_block, render, variant
 from ..providers import Completion, Message, Provider
 
 
@@ -42,7 +42,8 @@ class Coder:
         return self._ask(ctx, messages, prompt)
 
     def _ask(self, ctx: Context, messages: list[Message], prompt: str) -> Draft:
-        reply = self.provider.complete(render("system_coder", backend=ctx.backend), messages, max_tokens=8192)
+        system = render(variant("system_coder", ctx.backend), backend=ctx.backend)
+        reply = self.provider.complete(system, messages, max_tokens=8192)
         try:
             return Draft(code_block(reply.text), reply, prompt, messages)
         except FormatError as exc:

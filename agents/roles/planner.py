@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..context import Context
-from ..prompting import FormatError, json_block, render
+from ..prompting import FormatError, json_block, render, variant
 from ..providers import Completion, Provider
 from ..search.trajectory import Attempt
 
@@ -32,7 +32,7 @@ class Planner:
         messages = [{"role": "user", "content": prompt}]
         calls = []
         for _ in range(2):
-            reply = self.provider.complete(render("system_planner"), messages)
+            reply = self.provider.complete(render(variant("system_planner", ctx.backend)), messages)
             calls.append(reply)
             try:
                 return parse_plan(reply.text), calls

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..context import Context, Evaluator
-from ..prompting import FormatError, json_block, render
+from ..cpu_profile import describe_timing
+from ..prompting import FormatError, json_block, render, variant
 from ..providers import Completion, Provider
 
 # Checks whose details help a coder most, in the order a coder should read them.
@@ -39,7 +40,9 @@ class Verification:
         if self.review.get("concerns"):
             lines.append("- reviewer: " + "; ".join(map(str, self.review["concerns"])))
         timing = self.timing.get("candidate")
-        if timing:
+        if self.timing.get("speedup_vs_eager"):  # native C on the CPU: real speedups (and counters)
+            lines.append(f"- timing: {describe_timing(self.timing)} ({self.timing.get('label', '')})")
+        elif timing:
             lines.append(f"- timing: median {timing['median_ms']:.4f} ms ({self.timing.get('label', '')})")
         if self.review.get("advice"):
             lines.append(f"- advice: {self.review['advice']}")
@@ -63,9 +66,10 @@ class Verifier:
 
     def _review(self, ctx: Context, code: str, v: Verification) -> None:
         summary = f"all {len(v.checks)} checks passed; " + (
+            (describe_timing(v.timing) or f"speedup {v.speedup:.2f}x") if v.timing.get("speedup_vs_eager") else
             f"speedup {v.speedup:.2f}x" if v.speedup is not None else "no GPU timing")
         prompt = render("verifier", reference=ctx.reference, code=code, summary=summary)
-        reply = self.provider.complete(render("system_verifier"), [{"role": "user", "content": prompt}])
+        reply = self.provider.complete(render(variant("system_verifier", ctx.backend)), [{"role": "user", "content": prompt}])
         v.review_call = reply
         try:
             review = json_block(reply.text)

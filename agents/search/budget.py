@@ -15,6 +15,9 @@ class TargetReached(Exception):
     """A verified candidate reached the target speedup."""
 
 
+BACKENDS = ("triton", "cuda", "cpu")  # cpu: native C kernels built by kforge_native, timed on the CPU
+
+
 @dataclass
 class SearchConfig:
     max_rounds: int = 3
@@ -26,9 +29,13 @@ class SearchConfig:
     max_wall_s: float | None = None
     target_speedup: float | None = None
     stagnation_rounds: int = 2
-    backend: str = "triton"
+    backend: str = "triton"             # "triton" | "cuda" | "cpu" (C kernels built by kforge_native)
     offline_starters: int = 4
     parallel: int = 4
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r}: one of {', '.join(BACKENDS)}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

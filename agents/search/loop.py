@@ -129,7 +129,7 @@ class Search:
         """An identical (or near-identical) problem starts from the archived winner, judged again."""
         if self.archive is None or any(a.source == "archive" for a in traj.attempts()):
             return
-        arch = arch_of(analysis)
+        arch = arch_of(analysis, self.config.backend)
         entry = self.archive.archived(ctx.reference, self.config.backend, arch)
         if entry is None:
             return
@@ -150,7 +150,11 @@ class Search:
             return
         round_ = self._round0(traj)
         # Proposals are deterministic, so a resumed round judges exactly the ones it had not reached.
-        proposals = self.offline.propose(analysis, self.config.offline_starters)
+        # The engine writes kernels for the search's backend (C for cpu, Triton otherwise); every
+        # proposal is judged, and where the judge measures speedups the fastest becomes the best.
+        offline = self.offline.for_backend(self.config.backend) if hasattr(self.offline, "for_backend") \
+            else self.offline
+        proposals = offline.propose(analysis, self.config.offline_starters)
         round_.plan = [{"title": f"offline: {p.family} {p.params}", "rationale": p.note} for p in proposals]
         self.on_event({"kind": "round", "index": 0, "plan": round_.plan})
         done = {a.id for a in round_.attempts}

@@ -64,7 +64,9 @@ class Trajectory:
         passing = [a for a in self.attempts() if a.verdict == "pass"]
         if not passing:
             return None
-        # Without a GPU no speedup is measured: the first verified kernel stands.
+        # The fastest verified kernel wins where the judge measured speedups (CUDA; native C on
+        # the CPU). Where none was measured (Triton's interpreter) every key is 0 and max keeps
+        # the first verified kernel.
         return max(passing, key=lambda a: (a.speedup if a.speedup is not None else 0.0))
 
     def add_usage(self, input_tokens: int, output_tokens: int, cost_usd: float) -> None:

@@ -1,12 +1,13 @@
 """One module per family of starter kernels. Each has ``render(match, params) -> str``,
 a complete candidate file, and ``PARAM_SPACE``, the launch parameters to autotune over
-(best guess first)."""
+(best guess first). Triton templates serve the triton and cuda backends; the C
+templates of the cpu backend live in ``cpu/``."""
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from . import elementwise, matmul, norm, reduction, softmax
+from . import cpu, elementwise, matmul, norm, reduction, softmax
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -15,3 +16,12 @@ FAMILIES: dict[str, ModuleType] = {
     "reduction": reduction,
     "matmul": matmul,
 }
+
+BACKENDS: dict[str, dict[str, ModuleType]] = {"triton": FAMILIES, "cuda": FAMILIES, "cpu": cpu.FAMILIES}
+
+
+def families_for(backend: str) -> dict[str, ModuleType]:
+    """The templates that write kernels for ``backend``."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}: one of {', '.join(BACKENDS)}")
+    return BACKENDS[backend]

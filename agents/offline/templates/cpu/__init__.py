@@ -1,0 +1,17 @@
+"""The C templates of the cpu backend, one module per family, with the same interface
+as the Triton ones: ``render(match, params) -> str`` (a complete candidate that builds
+its kernels with ``kforge_native.load_c``) and ``PARAM_SPACE`` (best guess first)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import elementwise, matmul, norm, reduction, softmax
+
+FAMILIES: dict[str, ModuleType] = {
+    "elementwise": elementwise,
+    "softmax": softmax,
+    "norm": norm,
+    "reduction": reduction,
+    "matmul": matmul,
+}

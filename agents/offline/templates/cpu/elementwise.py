@@ -1,0 +1,143 @@
+"""Elementwise chains in C: any DAG of elementwise ops over same-shape tensors,
+broadcast parameters and scalars, as one loop nest with one statement per node.
+
+When every operand is a whole tensor or a single value, the output is walked
+flat in BLOCK-element chunks (one chunk per OpenMP iteration, the chunk's loop
+vectorised). When some operand broadcasts (a bias per column, a scale per
+channel), the output is walked as rows of its last dim: each operand is then
+either a contiguous row (vectorised) or one value per row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import Expr
+from ..common import broadcast_block
+from ..elementwise import formula
+from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
+from .mathlib import prelude
+
+PARAM_SPACE: list[dict[str, Any]] = [
+    {"BLOCK": 16384, "schedule": "static", "simdlen": 0},
+    {"BLOCK": 4096, "schedule": "static", "simdlen": 16},
+    {"BLOCK": 65536, "schedule": "static", "simdlen": 8},
+    {"BLOCK": 2048, "schedule": "dynamic", "simdlen": 16},
+]
+
+
+def _kinds(leaves: list[Expr], out_shape: tuple[int, ...]) -> dict[int, tuple[str, int]]:
+    """Per leaf: ("full" | "scalar" | "tail" | "per_row", hi) -- how row r, column c reads it."""
+    nd = len(out_shape)
+    out: dict[int, tuple[str, int]] = {}
+    for leaf in leaves:
+        shape = tuple(leaf.shape or ())
+        lo, hi = broadcast_block(shape, out_shape) or (0, -1)
+        if shape == out_shape:
+            out[id(leaf)] = ("full", nd - 1)
+        elif hi < 0:
+            out[id(leaf)] = ("scalar", hi)
+        elif hi == nd - 1:
+            out[id(leaf)] = ("tail", hi)
+        else:
+            out[id(leaf)] = ("per_row", hi)
+    return out
+
+
+def render(match: Any, params: dict[str, Any]) -> str:
+    ctx = match.ctx.fresh()
+    spec = match.spec
+    root: Expr = spec["root"]
+    leaves: list[Expr] = spec["leaves"]
+    out_shape: tuple[int, ...] = spec["out_shape"]
+    require_float32(match.ctx.outputs[0].get("dtype"), *(leaf.dtype for leaf in leaves))
+    kinds = _kinds(leaves, out_shape)
+    flat = all(kinds[id(leaf)][0] in ("full", "scalar") for leaf in leaves)
+    writer = CWriter(ctx, {})
+    names = {id(leaf): writer.name_for(leaf) for leaf in leaves}
+    c_params, loads, host_args, prep, docs = [], [], [], [], []
+    row_setup: list[str] = []
+    for leaf in leaves:
+        v = names[id(leaf)]
+        kind, hi = kinds[id(leaf)]
+        c_params.append(f"const float* {v}_p")
+        host_args.append(v)
+        prep.append(f"{v} = {v}.contiguous()")
+        what = f"forward input `{leaf.ref}`" if leaf.kind == "input" else f"parameter `{leaf.ref}`"
+        if kind == "full":
+            loads.append(f"const float {v} = {v}_p[i];" if flat else f"const float {v} = {v}_row[c];")
+            row_setup.append(f"const float* {v}_row = {v}_p + r * cols;")
+            docs.append(f"{v}_p: {what}, same shape as the output")
+        elif kind == "scalar":
+            loads.append(f"const float {v} = {v}_p[0];")
+            docs.append(f"{v}_p: {what}, one value")
+        elif kind == "tail":
+            c_params.append(f"int64_t {v}_rows")
+            host_args.append(f"{v}.numel() // cols")
+            row_setup.append(f"const float* {v}_row = {v}_p + (r % {v}_rows) * cols;")
+            loads.append(f"const float {v} = {v}_row[c];")
+            docs.append(f"{v}_p: {what}, broadcast along leading dims: row r reads its row r % {v}_rows")
+        else:
+            c_params += [f"int64_t {v}_every", f"int64_t {v}_numel"]
+            host_args += [f"math.prod(shape[{hi + 1}:-1])", f"{v}.numel()"]
+            row_setup.append(f"const float {v}_value = {v}_p[(r / {v}_every) % {v}_numel];")
+            loads.append(f"const float {v} = {v}_value;")
+            docs.append(f"{v}_p: {what}, one value per run of {v}_every rows")
+        writer.values[id(leaf)] = v
+    result = writer.emit(root)
+    scalars = list(writer.scalars)
+    c_params += ["float* out", *(["int64_t n"] if flat else ["int64_t rows", "int64_t cols"]),
+                 *(f"float {s}" for s in scalars)]
+    body = [*loads, *writer.lines, f"out[{'i' if flat else 'r * cols + c'}] = {result};"]
+    what = formula(root, ctx)
+    sched = omp_schedule(params)
+    if flat:
+        block = int(params["BLOCK"])
+        nest = [f"    const int64_t nblocks = (n + {block} - 1) / {block};",
+                f"    #pragma omp parallel for {sched}",
+                "    for (int64_t b = 0; b < nblocks; b++) {",
+                f"        const int64_t start = b * {block};",
+                f"        const int64_t end = start + {block} < n ? start + {block} : n;",
+                f"        {simd_pragma(params)}",
+                "        for (int64_t i = start; i < end; i++) {",
+                *(f"            {line}" for line in body), "        }", "    }"]
+        walk = f"the flat output in chunks of {block} elements, one chunk per OpenMP iteration"
+    else:
+        nest = [f"    #pragma omp parallel for {sched}",
+                "    for (int64_t r = 0; r < rows; r++) {",
+                *(f"        {line}" for line in row_setup),
+                f"        {simd_pragma(params)}",
+                "        for (int64_t c = 0; c < cols; c++) {",
+                *(f"            {line}" for line in body), "        }", "    }"]
+        walk = "the output as rows of its last dim, one row per OpenMP iteration"
+    c_fn = f"void fused_elementwise({', '.join(c_params)})"
+    comment = ["/* out = " + what.replace("*/", "* /") + ".", f"   Walks {walk}.",
+               *(f"   {d}" for d in docs), *(f"   {s}: constructor argument" for s in scalars), "*/"]
+    kernel = "\n".join([*comment, c_fn + " {", *nest, "}"])
+    helpers = helper_names(kernel)
+    c_source = prelude(helpers) + "\n\n" + INLINE + "\n\n" + kernel
+    wrapper_params = [*(f"{names[id(leaf)]}: torch.Tensor" for leaf in leaves), *(f"{s}: float" for s in scalars)]
+    first = names[id(leaves[0])]
+    host = [f"def fused_elementwise({', '.join(wrapper_params)}) -> torch.Tensor:",
+            '    """Allocate the output and run the fused loop over it."""',
+            f"    shape = {first}.shape" if len(leaves) == 1 else
+            f"    shape = torch.broadcast_shapes({', '.join(names[id(leaf)] + '.shape' for leaf in leaves)})",
+            *(f"    {line}" for line in prep),
+            f"    out = torch.empty(shape, dtype=torch.float32, device={first}.device)"]
+    if flat:
+        host.append(f"    lib.fused_elementwise({', '.join([*host_args, 'out', 'out.numel()', *scalars])})")
+    else:
+        host += ["    cols = shape[-1] if len(shape) else 1",
+                 "    if out.numel() == 0:", "        return out",
+                 f"    lib.fused_elementwise({', '.join([*host_args, 'out', 'out.numel() // cols', 'cols', *scalars])})"]
+    host.append("    return out")
+    call_args = [ctx.forward_arg(leaf.index) if leaf.kind == "input" else ctx.param_access(leaf.ref) for leaf in leaves]
+    forward = [f"return fused_elementwise({', '.join([*call_args, *writer.scalars.values()])})"]
+    n_ops = len([n for n in root.walk() if n.kind == "op" and n.op not in ("identity", "cast", "view")])
+    title = match.kind if n_ops <= 4 else f"A chain of {n_ops} elementwise ops"
+    knobs = ", ".join(f"{k}={v}" for k, v in params.items() if flat or k != "BLOCK")
+    doc = (f"{title} as one fused C loop (offline engine, no LLM, backend cpu).\n\n"
+           f"Parameters: {knobs}.\n")
+    return module_source(doc, c_source, [c_fn], "fused_elementwise", ["\n".join(host)], ctx, forward,
+                         uses_math=not flat and any(kinds[id(leaf)][0] == "per_row" for leaf in leaves))
+

@@ -1,0 +1,212 @@
+"""Matmul (torch.matmul / mm / bmm / mv, F.linear, nn.Linear, x @ W.t()) with the
+elementwise ops that follow it fused into the store of the output tile, in C.
+
+GEMM as in the well-kept CPU libraries: B is packed into NR-wide panels (see
+gemm.py); OpenMP iterations own MC x NC blocks of the output (times the batch);
+each walks K in KC steps, and for every NR-wide panel of B (kept in L1) every
+MR-row strip of A is multiplied by the register-tiled micro-kernel. The last K
+step applies the epilogue to the fp32 tile before its only final store.
+Transposed operands are read through their strides, never copied. A vector on
+the right (torch.mv) is a row-parallel dot product instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import Expr
+from ..elementwise import formula
+from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
+from .gemm import ISA, MICRO, NR_FN, PACK, PACK_FN
+from .mathlib import prelude
+
+PARAM_SPACE: list[dict[str, Any]] = [
+    {"MC": 72, "NC": 256, "KC": 256, "schedule": "static"},
+    {"MC": 144, "NC": 128, "KC": 384, "schedule": "static"},
+    {"MC": 48, "NC": 512, "KC": 192, "schedule": "dynamic"},
+    {"MC": 24, "NC": 64, "KC": 256, "schedule": "dynamic"},
+]
+
+_RESERVED = {"a", "bp", "ab", "bpb", "ob", "bt", "ib", "jb", "k0", "kc", "j0", "i0", "mr", "nr", "tile", "rows_a",
+             "panel", "o", "M", "N", "K", "sab", "sam", "sak", "sbpb", "batch", "first", "last", "i_end", "j_end",
+             "mblocks", "nblocks", "acc", "x", "v_acc"}
+
+_INDEX = {"full": "{v}_p[bt * M * N + i * N + j]", "col": "{v}_p[j]", "row": "{v}_p[bt * M + i]",
+          "scalar": "{v}_p[0]"}
+_INDEX_VEC = {"full": "{v}_p[i]", "scalar": "{v}_p[0]"}
+_WHAT = {"full": "same shape as the output", "col": "one value per output column",
+         "row": "one value per output row", "scalar": "a single value"}
+
+GEMM = '''/* out = {what}, with a: (batch, M, K) through strides (sab, sam, sak) and B packed by pack_b.
+   Each OpenMP iteration owns an MC x NC block of out[bt]; the epilogue runs on the last K step.
+{docs}*/
+void fused_matmul({params}) {{
+    const int64_t mblocks = (M + {MC} - 1) / {MC}, nblocks = (N + {NC} - 1) / {NC};
+    #pragma omp parallel for collapse(3) {schedule}
+    for (int64_t bt = 0; bt < batch; bt++) {{
+        for (int64_t ib = 0; ib < mblocks; ib++) {{
+            for (int64_t jb = 0; jb < nblocks; jb++) {{
+                const float* ab = a + bt * sab;
+                const float* bpb = bp + bt * sbpb;
+                float* ob = out + bt * M * N;
+                const int64_t i_end = (ib + 1) * {MC} < M ? (ib + 1) * {MC} : M;
+                const int64_t j_end = (jb + 1) * {NC} < N ? (jb + 1) * {NC} : N;
+                for (int64_t k0 = 0; k0 < K; k0 += {KC}) {{
+                    const int64_t kc = K - k0 < {KC} ? K - k0 : {KC};
+                    const int first = k0 == 0, last = k0 + kc >= K;
+                    for (int64_t j0 = jb * {NC}; j0 < j_end; j0 += KF_NR) {{
+                        const float* panel = bpb + (j0 / KF_NR) * K * KF_NR + k0 * KF_NR;
+                        const int64_t nr = N - j0 < KF_NR ? N - j0 : KF_NR;
+                        for (int64_t i0 = ib * {MC}; i0 < i_end; i0 += KF_MR) {{
+                            const float* rows_a[KF_MR];
+                            for (int r = 0; r < KF_MR; r++)
+                                rows_a[r] = ab + (i0 + r < M ? i0 + r : M - 1) * sam + k0 * sak;
+                            float tile[KF_MR * KF_NR];
+                            kf_micro(kc, rows_a, sak, panel, tile);
+                            const int64_t mr = M - i0 < KF_MR ? M - i0 : KF_MR;
+                            for (int64_t r = 0; r < mr; r++) {{
+                                const int64_t i = i0 + r;
+                                float* o = ob + i * N + j0;
+                                const float* t = tile + r * KF_NR;
+                                if (!last) {{
+                                    {simd}
+                                    for (int64_t c = 0; c < nr; c++) o[c] = first ? t[c] : o[c] + t[c];
+                                    continue;
+                                }}
+                                {simd}
+                                for (int64_t c = 0; c < nr; c++) {{
+                                    const int64_t j = j0 + c;
+                                    const float acc = first ? t[c] : o[c] + t[c];
+{epilogue}
+                                    o[c] = {result};
+                                }}
+                            }}
+                        }}
+                    }}
+                }}
+            }}
+        }}
+    }}
+}}'''
+
+MATVEC = '''/* out[i] = {what}, a dot product of row i of a (M, K) (strides sam, sak) with x (K).
+{docs}*/
+void fused_matvec({params}) {{
+    #pragma omp parallel for {schedule}
+    for (int64_t i = 0; i < M; i++) {{
+        const float* ar = a + i * sam;
+        float s = 0.0f;
+        {simd_sum}
+        for (int64_t k = 0; k < K; k++) s += ar[k * sak] * x[k];
+        const float acc = s;
+{epilogue}
+        out[i] = {result};
+    }}
+}}'''
+
+
+def render(match: Any, params: dict[str, Any]) -> str:
+    ctx = match.ctx.fresh()
+    spec = match.spec
+    root: Expr = spec["root"]
+    vector = bool(spec.get("vector"))
+    epi_leaves = [leaf for leaf in spec["leaves"] if id(leaf) in spec["kinds"]]
+    require_float32(match.ctx.outputs[0].get("dtype"), spec["a"].dtype, spec["b"].dtype,
+                    *(leaf.dtype for leaf in epi_leaves))
+    writer = CWriter(ctx, {id(spec["mm"]): "acc"}, reserved=set(_RESERVED))
+    names = {id(leaf): writer.name_for(leaf) for leaf in epi_leaves}
+    loads, docs, leaf_params = [], [], []
+    for leaf in epi_leaves:
+        v = names[id(leaf)]
+        kind = spec["kinds"][id(leaf)]
+        writer.values[id(leaf)] = v
+        loads.append(f"const float {v} = {(_INDEX_VEC if vector else _INDEX)[kind].format(v=v)};")
+        docs.append(f"   {v}_p: {'input' if leaf.kind == 'input' else 'parameter'} `{leaf.ref}`, {_WHAT[kind]}")
+        leaf_params.append(f"const float* {v}_p")
+    result = writer.emit(root)
+    scalars = list(writer.scalars)
+    docs += [f"   {s}: constructor argument" for s in scalars]
+    what = formula(root, ctx)
+    indent = " " * (8 if vector else 36)
+    epilogue = "\n".join(indent + line for line in [*loads, *writer.lines])
+    scalar_params = [f"float {s}" for s in scalars]
+    if vector:
+        c_params = ["const float* a", "const float* x", *leaf_params, "float* out", "int64_t M", "int64_t K",
+                    "int64_t sam", "int64_t sak", *scalar_params]
+        kernel = MATVEC.format(what=what, docs="\n".join(docs) + ("\n" if docs else ""), params=", ".join(c_params),
+                               schedule=omp_schedule(params), simd_sum=simd_pragma({}, "reduction(+:s)"),
+                               epilogue=epilogue, result=result)
+        c_fns = [f"void fused_matvec({', '.join(c_params)})"]
+        c_source = prelude(helper_names(kernel)) + "\n\n" + INLINE + "\n\n" + kernel
+    else:
+        c_params = ["const float* a", "const float* bp", *leaf_params, "float* out", "int64_t batch", "int64_t M",
+                    "int64_t N", "int64_t K", "int64_t sab", "int64_t sam", "int64_t sak", "int64_t sbpb",
+                    *scalar_params]
+        kernel = GEMM.format(what=what, docs="\n".join(docs) + ("\n" if docs else ""), params=", ".join(c_params),
+                             MC=params["MC"], NC=params["NC"], KC=params["KC"], schedule=omp_schedule(params),
+                             simd=simd_pragma({}), epilogue=epilogue, result=result)
+        c_fns = [NR_FN, PACK_FN, f"void fused_matmul({', '.join(c_params)})"]
+        c_source = "\n\n".join([prelude(helper_names(kernel)), ISA, INLINE, PACK, MICRO, kernel])
+    host = _host(spec, [names[id(leaf)] for leaf in epi_leaves], scalars, vector)
+    call = [_access(ctx, spec["a"]), _access(ctx, spec["b"]), *(_access(ctx, leaf) for leaf in epi_leaves),
+            *writer.scalars.values()]
+    knobs = "schedule=" + str(params["schedule"]) if vector else ", ".join(f"{k}={v}" for k, v in params.items())
+    doc = (f"{match.kind} in C, epilogue fused (offline engine, no LLM, backend cpu).\n\n"
+           f"out = {what}\nParameters: {knobs}.\n")
+    return module_source(doc, c_source, c_fns, "fused_matvec" if vector else "fused_matmul", [host], ctx,
+                         [f"return {'fused_matvec' if vector else 'fused_matmul'}({', '.join(call)})"])
+
+
+def _access(ctx: Any, leaf: Expr) -> str:
+    return ctx.forward_arg(leaf.index) if leaf.kind == "input" else ctx.param_access(leaf.ref)
+
+
+def _host(spec: dict[str, Any], leaves: list[str], scalars: list[str], vector: bool) -> str:
+    a_view = ".transpose(-2, -1)" if spec["a_t"] else ""
+    b_view = ".transpose(-2, -1)" if spec["b_t"] else ""
+    params = ["a_in: torch.Tensor", "b_in: torch.Tensor", *(f"{v}: torch.Tensor" for v in leaves),
+              *(f"{s}: float" for s in scalars)]
+    leaf_args = "".join(f"{v}.contiguous(), " for v in leaves)
+    tail = "".join(f", {s}" for s in scalars)
+    name = "fused_matvec" if vector else "fused_matmul"
+    lines = [f"def {name}({', '.join(params)}) -> torch.Tensor:",
+             '    """Views and strides on the host; a transposed operand is read in place."""',
+             "    a_in, b_in = a_in.contiguous(), b_in.contiguous()",
+             f"    a = a_in{a_view}  # (..., M, K)"]
+    if vector:
+        lines += ["    out_shape = a.shape[:-1]",
+                  "    a = a.reshape(-1, a.shape[-1])",
+                  "    a_base = a if a.is_contiguous() else a_in  # otherwise a is a view of a_in",
+                  "    out = torch.empty(out_shape, dtype=torch.float32, device=a.device)",
+                  "    if out.numel():",
+                  f"        lib.fused_matvec(a_base, b_in, {leaf_args}out, a.shape[0], a.shape[1], "
+                  f"a.stride(0), a.stride(1){tail})",
+                  "    return out"]
+        return "\n".join(lines)
+    lines.append(f"    b = b_in{b_view}  # ({'..., ' if spec['batched'] else ''}K, N)")
+    lines.append("    out_shape = (*a.shape[:-1], b.shape[-1])")
+    if spec["batched"]:
+        lines += ["    a = a.reshape(-1, a.shape[-2], a.shape[-1])",
+                  "    b = b.reshape(-1, b.shape[-2], b.shape[-1])",
+                  "    batch, (M, K), N = a.shape[0], a.shape[1:], b.shape[-1]",
+                  "    sab, sbb = a.stride(0), b.stride(0)"]
+    else:
+        lines += ["    a = a.reshape(-1, a.shape[-1])",
+                  "    b = b.reshape(1, b.shape[-2], b.shape[-1])",
+                  "    batch, (M, K), N = 1, a.shape, b.shape[-1]",
+                  "    sab, sbb = 0, 0"]
+    lines += ["    a_base = a if a.is_contiguous() else a_in  # otherwise a is a view of a_in",
+              "    b_base = b if b.is_contiguous() else b_in",
+              "    out = torch.empty(out_shape, dtype=torch.float32, device=a.device)",
+              "    if out.numel() == 0:",
+              "        return out",
+              "    if K == 0:",
+              "        raise ValueError('an empty inner dimension is not supported')",
+              "    nr = lib.kf_nr()",
+              "    panels = (N + nr - 1) // nr",
+              "    bp = torch.empty(b.shape[0] * panels * K * nr, dtype=torch.float32, device=a.device)",
+              "    lib.pack_b(b_base, bp, b.shape[0], K, N, sbb, b.stride(-2), b.stride(-1))",
+              f"    lib.fused_matmul(a_base, bp, {leaf_args}out, batch, M, N, K, sab, a.stride(-2), a.stride(-1), "
+              f"panels * K * nr if b.shape[0] > 1 else 0{tail})",
+              "    return out"]
+    return "\n".join(lines)

@@ -1,0 +1,171 @@
+"""Sum, mean, max, min and logsumexp over any set of dims in C.
+
+When the reduced dims are one block of consecutive dims the input is read in
+place as (outer, red, inner): inner == 1 (the last dims reduced) is a row
+reduction, one row per OpenMP iteration with a vectorised reduction over the
+row; otherwise each iteration owns a TILE-wide strip of the contiguous inner
+dim and walks the reduced dim, so the vector loop stays contiguous. Other sets
+of dims are moved last (one copy) and reduced as rows. logsumexp takes the max
+first and sums exp(x - max), so it never overflows.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .common import module_source, omp_schedule, require_float32, simd_pragma
+from .mathlib import prelude
+
+PARAM_SPACE: list[dict[str, Any]] = [
+    {"schedule": "static", "acc": "double", "TILE": 64, "simdlen": 0},
+    {"schedule": "static", "acc": "float", "TILE": 256, "simdlen": 16},
+    {"schedule": "dynamic", "acc": "double", "TILE": 128, "simdlen": 8},
+    {"schedule": "static", "acc": "float", "TILE": 64, "simdlen": 0},
+]
+
+# op -> (initial value, combine(a, v), omp reduction operator, finish(a) over `red` values, what)
+OPS = {
+    "sum": ("0", "a + v", "+", "(float)a", "the sum"),
+    "mean": ("0", "a + v", "+", "(float)(a / red)", "the mean"),
+    "amax": ("-INFINITY", "v > a ? v : a", "max", "a", "the maximum"),
+    "amin": ("INFINITY", "v < a ? v : a", "min", "a", "the minimum"),
+}
+
+ROWS = '''/* out[r] = {what} of row r of a contiguous (rows, red) matrix. */
+void reduce_{op}_rows(const float* x, float* out, int64_t rows, int64_t red) {{
+    #pragma omp parallel for {schedule}
+    for (int64_t r = 0; r < rows; r++) {{
+        const float* xr = x + r * red;
+{body}
+    }}
+}}'''
+ROWS_PLAIN = '''        {acc} a = {init};
+        {simd}
+        for (int64_t j = 0; j < red; j++) {{ const {acc} v = xr[j]; a = {combine}; }}
+        out[r] = {finish};'''
+ROWS_LSE = '''        float m = -INFINITY;
+        {simd_max}
+        for (int64_t j = 0; j < red; j++) m = xr[j] > m ? xr[j] : m;
+        {acc} s = 0;
+        {simd_sum}
+        for (int64_t j = 0; j < red; j++) s += kf_exp(xr[j] - m);
+        out[r] = isinf(m) ? m : m + (float)log((double)s);'''
+
+COLS = '''/* out[o, i] = {what} over j of x[o, j, i], x a contiguous (outer, red, inner) array.
+   Each OpenMP iteration owns a strip of {tile} consecutive i. */
+void reduce_{op}_cols(const float* x, float* out, int64_t outer, int64_t red, int64_t inner) {{
+    const int64_t strips = (inner + {tile} - 1) / {tile};
+    #pragma omp parallel for collapse(2) {schedule}
+    for (int64_t o = 0; o < outer; o++) {{
+        for (int64_t t = 0; t < strips; t++) {{
+            const int64_t i0 = t * {tile};
+            const int64_t n = inner - i0 < {tile} ? inner - i0 : {tile};
+            const float* xo = x + o * red * inner + i0;
+            float* yo = out + o * inner + i0;
+{body}
+        }}
+    }}
+}}'''
+COLS_PLAIN = '''            {acc} a[{tile}];
+            {simd}
+            for (int64_t i = 0; i < n; i++) a[i] = {init};
+            for (int64_t j = 0; j < red; j++) {{
+                const float* xj = xo + j * inner;
+                {simd}
+                for (int64_t i = 0; i < n; i++) {{ const {acc} v = xj[i]; a[i] = {combine_i}; }}
+            }}
+            {simd}
+            for (int64_t i = 0; i < n; i++) yo[i] = {finish_i};'''
+COLS_LSE = '''            float m[{tile}];
+            {acc} s[{tile}];
+            {simd}
+            for (int64_t i = 0; i < n; i++) {{ m[i] = -INFINITY; s[i] = 0; }}
+            for (int64_t j = 0; j < red; j++) {{
+                const float* xj = xo + j * inner;
+                {simd}
+                for (int64_t i = 0; i < n; i++) m[i] = xj[i] > m[i] ? xj[i] : m[i];
+            }}
+            for (int64_t j = 0; j < red; j++) {{
+                const float* xj = xo + j * inner;
+                {simd}
+                for (int64_t i = 0; i < n; i++) s[i] += kf_exp(xj[i] - m[i]);
+            }}
+            for (int64_t i = 0; i < n; i++) yo[i] = isinf(m[i]) ? m[i] : m[i] + (float)log((double)s[i]);'''
+
+
+def _layout(dims: tuple[int, ...], nd: int) -> str:
+    """rows: the last dims are reduced; cols: a block of dims before the last; moved: anything else."""
+    if not dims:
+        return "rows"
+    if list(dims) != list(range(dims[0], dims[-1] + 1)):
+        return "moved"
+    return "rows" if dims[-1] == nd - 1 else "cols"
+
+
+def _at_i(expr: str) -> str:
+    """The accumulator ``a`` of an expression as the strip's element ``a[i]``."""
+    return re.sub(r"\ba\b", "a[i]", expr)
+
+
+def _kernel(op: str, layout: str, params: dict[str, Any]) -> str:
+    acc = "float" if op in ("amax", "amin") else params["acc"]
+    sched = omp_schedule(params)
+    if op == "logsumexp":
+        what = "log(sum(exp(.)))"
+        if layout == "cols":
+            body = COLS_LSE.format(acc=acc, tile=params["TILE"], simd=simd_pragma(params))
+            return COLS.format(what=what, op=op, tile=params["TILE"], schedule=sched, body=body)
+        body = ROWS_LSE.format(acc=acc, simd_max=simd_pragma(params, "reduction(max:m)"),
+                               simd_sum=simd_pragma(params, "reduction(+:s)"))
+        return ROWS.format(what=what, op=op, schedule=sched, body=body)
+    init, combine, red_op, finish, what = OPS[op]
+    if layout == "cols":
+        body = COLS_PLAIN.format(acc=acc, tile=params["TILE"], simd=simd_pragma(params), init=init,
+                                 combine_i=_at_i(combine), finish_i=_at_i(finish))
+        return COLS.format(what=what, op=op, tile=params["TILE"], schedule=sched, body=body)
+    body = ROWS_PLAIN.format(acc=acc, init=init, combine=combine, finish=finish,
+                             simd=simd_pragma(params, f"reduction({red_op}:a)"))
+    return ROWS.format(what=what, op=op, schedule=sched, body=body)
+
+
+def render(match: Any, params: dict[str, Any]) -> str:
+    ctx = match.ctx.fresh()
+    spec = match.spec
+    op, dims, nd, keepdim = spec["op"], tuple(spec["dims"]), spec["ndim"], spec["keepdim"]
+    require_float32(match.ctx.outputs[0].get("dtype"), spec["x"].dtype)
+    layout = _layout(dims, nd)
+    kernel = _kernel(op, layout, params)
+    kept = [d for d in range(nd) if d not in dims]
+    if keepdim:
+        out_shape = "[" + ", ".join("1" if d in dims else f"shape[{d}]" for d in range(nd)) + "]"
+    else:
+        out_shape = "[" + ", ".join(f"shape[{d}]" for d in kept) + ("," if len(kept) == 1 else "") + "]"
+    lines = [f"def reduce_{op}(x: torch.Tensor) -> torch.Tensor:",
+             f'    """{op} over dims {list(dims)}{" (kept as size 1)" if keepdim else ""}."""',
+             "    shape = x.shape"]
+    if layout == "moved":
+        order = kept + list(dims)
+        lines.append(f"    x = x.permute({', '.join(map(str, order))})  # reduced dims last, then one copy")
+    lines += ["    x = x.contiguous()",
+              f"    out = torch.empty({out_shape}, dtype=torch.float32, device=x.device)",
+              f"    red = math.prod(shape[d] for d in {list(dims)})",
+              "    if out.numel() == 0:", "        return out"]
+    if layout == "cols":
+        c_fn = f"void reduce_{op}_cols(const float* x, float* out, int64_t outer, int64_t red, int64_t inner)"
+        lines += [f"    inner = math.prod(shape[{dims[-1] + 1}:])",
+                  f"    lib.reduce_{op}_cols(x, out, out.numel() // inner, red, inner)"]
+    else:
+        c_fn = f"void reduce_{op}_rows(const float* x, float* out, int64_t rows, int64_t red)"
+        lines.append(f"    lib.reduce_{op}_rows(x, out, out.numel(), red)")
+    lines.append("    return out")
+    used = {k: v for k, v in params.items() if k != "TILE" or layout == "cols"}
+    if op in ("amax", "amin"):
+        used.pop("acc", None)
+    knobs = ", ".join(f"{k}={v}" for k, v in used.items())
+    doc = (f"{op} over dims {list(dims)} in C (offline engine, no LLM, backend cpu), read as "
+           f"{layout if layout != 'moved' else 'rows after moving the reduced dims last'}.\n\n"
+           f"Parameters: {knobs}.\n")
+    return module_source(doc, prelude({"kf_exp"} if op == "logsumexp" else ()) + "\n\n" + kernel, [c_fn],
+                         f"reduce_{op}", ["\n".join(lines)], ctx, [f"return reduce_{op}({ctx.forward_arg(spec['x'].index)})"],
+                         uses_math=True)
