@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -13,10 +14,11 @@ from sqlalchemy.orm import Session
 
 from ..db.models import User
 from ..db.session import session_factory
-from ..errors import NotAuthenticated
-from ..services.tokens import authenticate
+from ..errors import NotAuthenticated, RateLimited
+from ..services.tokens import TokenCache
 from ..settings import Settings, get_settings
 from ..worker.celery_app import enqueue
+from .ratelimit import Limiter, key_for, make_limiter, retry_after
 
 log = logging.getLogger("kforge.api")
 
@@ -67,8 +69,35 @@ def bearer_token(request: Request) -> str:
                            "`kforge token create NAME`)")
 
 
-def current_user(session: SessionDep, token: Annotated[str, Depends(bearer_token)]) -> User:
-    return authenticate(session, token)
+@lru_cache
+def token_cache(ttl_s: float) -> TokenCache:
+    return TokenCache(ttl_s)
+
+
+def current_user(session: SessionDep, settings: SettingsDep, token: Annotated[str, Depends(bearer_token)]) -> User:
+    return token_cache(settings.auth_cache_s).authenticate(session, token)
 
 
 CurrentUser = Annotated[User, Depends(current_user)]
+
+
+@lru_cache
+def limiter(rate: float, burst: int, broker_url: str) -> Limiter | None:
+    return make_limiter(rate, burst, broker_url)
+
+
+async def rate_limit(request: Request, settings: SettingsDep) -> None:
+    """Per token (per client address without one); runs before the token is verified."""
+    check = limiter(settings.rate_limit_per_s, settings.rate_limit_burst, settings.queue_url)
+    if check is None:
+        return
+    header = request.headers.get("authorization") or request.cookies.get("kforge_token") \
+        or (request.client.host if request.client else "-")
+    wait = await check.check(key_for(header))
+    if wait > 0:
+        raise RateLimited(f"rate limit of {settings.rate_limit_per_s:g} requests/s per token "
+                          f"(burst {settings.rate_limit_burst}) reached; retry in {retry_after(wait)} s",
+                          retry_after(wait))
+
+
+RateLimit = Depends(rate_limit)

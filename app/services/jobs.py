@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,16 @@ def create_evaluation(session: Session, owner: User, spec: EvaluateCreate) -> Jo
     return job
 
 
+def is_job_id(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text
+    except ValueError:
+        return False
+
+
 def visible_job(session: Session, user: User, job_id: str, detail: bool = False) -> Job:
+    if not is_job_id(job_id):  # not even the shape of an id: no need to ask the database
+        raise NotFound(f"no job {job_id!r}")
     opts = [joinedload(Job.owner)] + ([selectinload(Job.candidates)] if detail else [])
     job = session.get(Job, job_id, options=opts)
     # Another owner's job is reported as missing, not forbidden: ids leak nothing.

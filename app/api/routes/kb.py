@@ -4,28 +4,33 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 
 from knowledge_base.service import UnknownStrategy
 
-from ...errors import BadRequest, Forbidden, NotFound
+from ...errors import BadRequest, Forbidden, NotFound, TooLarge
 from ...kb import knowledge_base
-from ..deps import CurrentUser, SessionDep, SettingsDep
+from ...schemas import Text
+from ..deps import CurrentUser, RateLimit, SessionDep, SettingsDep
+from ..errors import responses
 
-router = APIRouter(prefix="/v1/kb", tags=["knowledge base"])
+router = APIRouter(prefix="/v1/kb", tags=["knowledge base"], dependencies=[RateLimit],
+                   responses=responses(401, 422, 429, 500))
+Filter = Annotated[Text | None, Query(max_length=100)]
 
 
 @router.get("/strategies", summary="Search strategies (hybrid retrieval)")
-def search(user: CurrentUser, session: SessionDep, settings: SettingsDep, q: Annotated[str, Query(min_length=1, max_length=500)],
-           k: Annotated[int, Query(ge=1, le=50)] = 10, family: str | None = None, backend: str | None = None,
+def search(user: CurrentUser, session: SessionDep, settings: SettingsDep,
+           q: Annotated[Text, Query(min_length=1, max_length=500)],
+           k: Annotated[int, Query(ge=1, le=50)] = 10, family: Filter = None, backend: Filter = None,
            mode: Literal["hybrid", "embedding", "keyword"] = "hybrid") -> list[dict]:
     filters = {key: v for key, v in {"op_families": [family] if family else None, "backend": backend}.items() if v}
     session.commit()  # end the auth write first: on embedded SQLite the knowledge base shares the file
     return knowledge_base(settings.db_url).search(q, k, filters or None, mode)
 
 
-@router.get("/strategies/{strategy_id}", summary="One strategy with its evidence")
-def show(strategy_id: str, user: CurrentUser, session: SessionDep, settings: SettingsDep) -> dict:
+@router.get("/strategies/{strategy_id}", responses=responses(404), summary="One strategy with its evidence")
+def show(strategy_id: Annotated[Text, Path(max_length=200)], user: CurrentUser, session: SessionDep, settings: SettingsDep) -> dict:
     session.commit()
     try:
         return knowledge_base(settings.db_url).show(strategy_id)
@@ -40,7 +45,7 @@ def archive(user: CurrentUser, session: SessionDep, settings: SettingsDep) -> li
             for e in knowledge_base(settings.db_url).store.archive_all()]
 
 
-@router.post("/import", summary="Merge a JSONL export (admins only)")
+@router.post("/import", responses=responses(403, 413), summary="Merge a JSONL export (admins only)")
 async def import_jsonl(request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep) -> dict:
     import tempfile
 
@@ -49,7 +54,7 @@ async def import_jsonl(request: Request, user: CurrentUser, session: SessionDep,
     session.commit()
     body = await request.body()
     if len(body) > 20 << 20:
-        raise BadRequest("the export is larger than 20 MB")
+        raise TooLarge("the export is larger than 20 MB")
     with tempfile.NamedTemporaryFile("wb", suffix=".jsonl") as f:
         f.write(body)
         f.flush()
