@@ -29,7 +29,7 @@ def submit(body: JobCreate, session: SessionDep, user: CurrentUser) -> dict:
 def list_(session: SessionDep, user: CurrentUser, status_: Annotated[Status | None, Query(alias="status")] = None,
           kind: Literal["optimize", "evaluate"] | None = None,
           owner: Annotated[Text | None, Query(max_length=100, description="Admins only: one user's jobs.")] = None,
-          limit: Annotated[int, Query(ge=1, le=200)] = 50, offset: Annotated[int, Query(ge=0)] = 0) -> dict:
+          limit: Annotated[int, Query(ge=1, le=200)] = 50, offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0) -> dict:
     rows, total = svc.list_jobs(session, user, status_, kind, limit, offset, owner)
     counts = svc.candidate_counts(session, [j.id for j in rows])
     return {"items": [svc.job_out(j, counts.get(j.id, 0)) for j in rows], "total": total, "limit": limit,

@@ -30,7 +30,8 @@ def search(user: CurrentUser, session: SessionDep, settings: SettingsDep,
 
 
 @router.get("/strategies/{strategy_id}", responses=responses(404), summary="One strategy with its evidence")
-def show(strategy_id: Annotated[Text, Path(max_length=200)], user: CurrentUser, session: SessionDep, settings: SettingsDep) -> dict:
+def show(strategy_id: Annotated[Text, Path(max_length=200)], user: CurrentUser, session: SessionDep,
+         settings: SettingsDep) -> dict:
     session.commit()
     try:
         return knowledge_base(settings.db_url).show(strategy_id)
