@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     memory_mb: int = 4096
     # The REST API. Workers: uvicorn processes of `kforge api` (0: one per core).
     api_workers: int = Field(default=0, ge=0)
+    # Threads per API process for database work; at most the connection pool's size (10), so no
+    # request waits for, or churns, an overflow connection.
+    api_threads: int = Field(default=10, ge=1, le=10)
     # Per API token: sustained requests a second and the burst allowed at once (0 turns limiting off).
     rate_limit_per_s: float = Field(default=50.0, ge=0)
     rate_limit_burst: int = Field(default=200, ge=1)

@@ -1,18 +1,27 @@
-"""Dependencies, declared once as Annotated aliases: the session (which owns
-the transaction), the settings and the current user."""
+"""Dependencies, declared once as Annotated aliases: the settings, the unit of
+work (`Db`: a session that commits or rolls back, in one worker thread) and
+the current user.
+
+Why `Db.run` and not a session dependency: FastAPI runs every sync dependency
+and handler in its own trip through the thread pool, and under load those
+hand-offs cost more than the queries (see docs/benchmarks.md). A request
+now makes one trip: `await db.run(fn)` opens a session, calls `fn(session)`,
+commits, sends the jobs it queued to the broker (after the commit: a worker
+must find the row), and closes."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 from sqlalchemy import event
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
-from ..db.models import User
+from ..db.models import Job, User
 from ..db.session import session_factory
 from ..errors import NotAuthenticated, RateLimited
 from ..services.tokens import TokenCache
@@ -21,23 +30,63 @@ from ..worker.celery_app import enqueue
 from .ratelimit import Limiter, key_for, make_limiter, retry_after
 
 log = logging.getLogger("kforge.api")
+T = TypeVar("T")
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+async def settings() -> Settings:  # async: a sync dependency would cost a thread-pool trip
+    return get_settings()
 
 
-def get_session(settings: SettingsDep) -> Iterator[Session]:
-    """Commits when the handler returns, rolls back on error; jobs queued
-    during the request are sent to the broker only after the commit."""
+SettingsDep = Annotated[Settings, Depends(settings)]
+
+
+def send(queued: list[tuple[str, str]]) -> None:
+    for job_id, queue in queued:
+        try:
+            enqueue(job_id, queue)
+        except Exception:  # broker down: the job is stored; the workers' reaper sends it later
+            log.warning("could not enqueue job %s now; it stays queued for the reaper", job_id, exc_info=True)
+
+
+def enqueue_after_commit(session: Session, job: Job) -> None:
+    session.info.setdefault("enqueue", []).append((job.id, job.queue))
+
+
+class Db:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def run(self, fn: Callable[[Session], T]) -> T:
+        return await run_in_threadpool(self.run_sync, fn)
+
+    def run_sync(self, fn: Callable[[Session], T]) -> T:
+        with session_factory(self.url)() as session:
+            try:
+                result = fn(session)
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+            send(session.info.pop("enqueue", []))
+        return result
+
+
+async def db(settings: SettingsDep) -> Db:
+    return Db(settings.db_url)
+
+
+DbDep = Annotated[Db, Depends(db)]
+
+
+def get_session(settings: Settings = Depends(get_settings)) -> Iterator[Session]:
+    """The dashboard's session (its pages are sync handlers): commits when the
+    handler returns, rolls back on error; queued jobs are sent after the commit."""
     session = session_factory(settings.db_url)()
     session.info["enqueue"] = []
 
     @event.listens_for(session, "after_commit")
     def _send(sess: Session) -> None:
-        for job_id, queue in sess.info.pop("enqueue", []):
-            try:
-                enqueue(job_id, queue)
-            except Exception:  # broker down: the job is stored; the workers' reaper sends it later
-                log.warning("could not enqueue job %s now; it stays queued for the reaper", job_id, exc_info=True)
+        send(sess.info.pop("enqueue", []))
         sess.info["enqueue"] = []
 
     @event.listens_for(session, "after_rollback")
@@ -52,9 +101,6 @@ def get_session(settings: SettingsDep) -> Iterator[Session]:
         raise
     finally:
         session.close()
-
-
-SessionDep = Annotated[Session, Depends(get_session)]
 
 
 def bearer_token(request: Request) -> str:
@@ -74,8 +120,10 @@ def token_cache(ttl_s: float) -> TokenCache:
     return TokenCache(ttl_s)
 
 
-def current_user(session: SessionDep, settings: SettingsDep, token: Annotated[str, Depends(bearer_token)]) -> User:
-    return token_cache(settings.auth_cache_s).authenticate(session, token)
+async def current_user(request: Request, settings: SettingsDep, db: DbDep) -> User:
+    token = bearer_token(request)
+    cache = token_cache(settings.auth_cache_s)
+    return cache.lookup(token) or await db.run(lambda s: cache.authenticate(s, token))
 
 
 CurrentUser = Annotated[User, Depends(current_user)]
@@ -91,9 +139,9 @@ async def rate_limit(request: Request, settings: SettingsDep) -> None:
     check = limiter(settings.rate_limit_per_s, settings.rate_limit_burst, settings.queue_url)
     if check is None:
         return
-    header = request.headers.get("authorization") or request.cookies.get("kforge_token") \
+    credential = request.headers.get("authorization") or request.cookies.get("kforge_token") \
         or (request.client.host if request.client else "-")
-    wait = await check.check(key_for(header))
+    wait = await check.check(key_for(credential))
     if wait > 0:
         raise RateLimited(f"rate limit of {settings.rate_limit_per_s:g} requests/s per token "
                           f"(burst {settings.rate_limit_burst}) reached; retry in {retry_after(wait)} s",

@@ -85,18 +85,27 @@ def visible_job(session: Session, user: User, job_id: str, detail: bool = False)
 
 def list_jobs(session: Session, user: User, status: str | None, kind: str | None, limit: int, offset: int,
               owner: str | None = None) -> tuple[list[Job], int]:
-    query = select(Job).options(joinedload(Job.owner))
+    conds = []
     if not user.is_admin:
-        query = query.where(Job.owner_id == user.id)
+        conds.append(Job.owner_id == user.id)
     elif owner:
-        query = query.join(User, Job.owner_id == User.id).where(User.name == owner)
+        conds.append(Job.owner_id == select(User.id).where(User.name == owner).scalar_subquery())
     if status:
-        query = query.where(Job.status == status)
+        conds.append(Job.status == status)
     if kind:
-        query = query.where(Job.kind == kind)
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    rows = session.scalars(query.order_by(Job.created_at.desc(), Job.id).limit(limit).offset(offset)).all()
+        conds.append(Job.kind == kind)
+    # The count reads the index alone; the page loads owners with the rows (one query, no lazy loads).
+    total = session.scalar(select(func.count()).select_from(Job).where(*conds)) or 0
+    rows = session.scalars(select(Job).options(joinedload(Job.owner)).where(*conds)
+                           .order_by(Job.created_at.desc(), Job.id).limit(limit).offset(offset)).all()
     return list(rows), total
+
+
+def job_page(session: Session, user: User, status: str | None, kind: str | None, limit: int, offset: int,
+             owner: str | None = None) -> dict[str, Any]:
+    rows, total = list_jobs(session, user, status, kind, limit, offset, owner)
+    counts = candidate_counts(session, [j.id for j in rows])
+    return {"items": [job_out(j, counts.get(j.id, 0)) for j in rows], "total": total, "limit": limit, "offset": offset}
 
 
 def candidate_counts(session: Session, job_ids: list[str]) -> dict[str, int]:
@@ -129,11 +138,16 @@ def best_code(session: Session, user: User, job_id: str) -> tuple[str, Candidate
     return cand.code, cand
 
 
-def job_out(job: Job, count: int | None = None) -> dict[str, Any]:
+def job_out(job: Job, count: int | None = None, owner: str | None = None) -> dict[str, Any]:
+    """A job's summary; pass what the caller knows (count, owner) to spare the queries."""
     data = {f: getattr(job, f) for f in JobOut.model_fields if f not in ("owner", "candidates_count")}
-    data["owner"] = job.owner.name
+    data["owner"] = owner or job.owner.name
     data["candidates_count"] = count if count is not None else len(job.candidates)
     return data
+
+
+def job_summary(session: Session, job: Job) -> dict[str, Any]:
+    return job_out(job, candidate_counts(session, [job.id]).get(job.id, 0))
 
 
 def job_detail(job: Job) -> dict[str, Any]:
