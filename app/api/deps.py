@@ -18,11 +18,12 @@ from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 from sqlalchemy import event
-from sqlalchemy.orm import Session
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from ..db.models import Job, User
-from ..db.session import session_factory
+from ..db.session import engine_for, session_factory
 from ..errors import NotAuthenticated, RateLimited
 from ..services.tokens import TokenCache
 from ..settings import Settings, get_settings
@@ -52,18 +53,49 @@ def enqueue_after_commit(session: Session, job: Job) -> None:
     session.info.setdefault("enqueue", []).append((job.id, job.queue))
 
 
+class StaleConnection(Exception):
+    """The unit of work met a connection the database had closed (a restart, a
+    fail-over) before committing anything: it may run again on a fresh one."""
+
+
+@lru_cache
+def sessions(url: str) -> tuple[sessionmaker[Session], sessionmaker[Session]]:
+    """(writes, reads) on one pool without pre-ping. Reads run in autocommit:
+    no BEGIN and COMMIT round trips around one or two SELECTs."""
+    engine = engine_for(url, pre_ping=False)
+    return (sessionmaker(engine, expire_on_commit=False),
+            sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False))
+
+
 class Db:
     def __init__(self, url: str) -> None:
         self.url = url
 
     async def run(self, fn: Callable[[Session], T]) -> T:
+        """`fn` in a transaction: committed, then the jobs it queued are sent."""
         return await run_in_threadpool(self.run_sync, fn)
 
-    def run_sync(self, fn: Callable[[Session], T]) -> T:
-        with session_factory(self.url)() as session:
+    async def read(self, fn: Callable[[Session], T]) -> T:
+        """`fn` reads only: no transaction around it."""
+        return await run_in_threadpool(self.run_sync, fn, True)
+
+    def run_sync(self, fn: Callable[[Session], T], read: bool = False) -> T:
+        try:
+            return self._once(fn, read)
+        except StaleConnection:  # the pool has dropped its dead connections by now
+            return self._once(fn, read)
+
+    def _once(self, fn: Callable[[Session], T], read: bool) -> T:
+        with sessions(self.url)[read]() as session:
             try:
-                result = fn(session)
-                session.commit()
+                try:
+                    result = fn(session)
+                except DBAPIError as exc:
+                    if exc.connection_invalidated:
+                        raise StaleConnection() from exc
+                    raise
+                if not read:
+                    session.commit()
             except BaseException:
                 session.rollback()
                 raise

@@ -83,31 +83,6 @@ def visible_job(session: Session, user: User, job_id: str, detail: bool = False)
     return job
 
 
-def list_jobs(session: Session, user: User, status: str | None, kind: str | None, limit: int, offset: int,
-              owner: str | None = None) -> tuple[list[Job], int]:
-    conds = []
-    if not user.is_admin:
-        conds.append(Job.owner_id == user.id)
-    elif owner:
-        conds.append(Job.owner_id == select(User.id).where(User.name == owner).scalar_subquery())
-    if status:
-        conds.append(Job.status == status)
-    if kind:
-        conds.append(Job.kind == kind)
-    # The count reads the index alone; the page loads owners with the rows (one query, no lazy loads).
-    total = session.scalar(select(func.count()).select_from(Job).where(*conds)) or 0
-    rows = session.scalars(select(Job).options(joinedload(Job.owner)).where(*conds)
-                           .order_by(Job.created_at.desc(), Job.id).limit(limit).offset(offset)).all()
-    return list(rows), total
-
-
-def job_page(session: Session, user: User, status: str | None, kind: str | None, limit: int, offset: int,
-             owner: str | None = None) -> dict[str, Any]:
-    rows, total = list_jobs(session, user, status, kind, limit, offset, owner)
-    counts = candidate_counts(session, [j.id for j in rows])
-    return {"items": [job_out(j, counts.get(j.id, 0)) for j in rows], "total": total, "limit": limit, "offset": offset}
-
-
 def candidate_counts(session: Session, job_ids: list[str]) -> dict[str, int]:
     if not job_ids:
         return {}
@@ -151,14 +126,20 @@ def job_summary(session: Session, job: Job) -> dict[str, Any]:
 
 
 def job_detail(job: Job) -> dict[str, Any]:
+    return compose_detail(job_out(job), job.config, job.result, job.trajectory,
+                          [CandidateOut.model_validate(c).model_dump() for c in job.candidates])
+
+
+def compose_detail(summary: dict[str, Any], config: dict[str, Any], result: dict[str, Any] | None,
+                   trajectory: dict[str, Any] | None, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """A job's detail: its summary, the candidates grouped by round with each round's plan."""
     rounds: dict[int, list[dict[str, Any]]] = {}
-    for cand in job.candidates:
-        rounds.setdefault(cand.round, []).append(CandidateOut.model_validate(cand).model_dump())
-    traj = job.trajectory or {}
+    for cand in candidates:
+        rounds.setdefault(cand["round"], []).append(cand)
+    traj = trajectory or {}
     plans = {r["index"]: r.get("plan", []) for r in traj.get("rounds", [])}
-    data = job_out(job)
-    data.update(config=job.config, result=job.result, usage=traj.get("usage"),
-                strategies_used=traj.get("strategies_used", []),
-                rounds=[{"index": i, "plan": [p.get("title", "") for p in plans.get(i, [])], "candidates": c}
-                        for i, c in sorted(rounds.items())])
+    data = {**summary, "config": config, "result": result, "usage": traj.get("usage"),
+            "strategies_used": traj.get("strategies_used", []),
+            "rounds": [{"index": i, "plan": [p.get("title", "") for p in plans.get(i, [])], "candidates": c}
+                       for i, c in sorted(rounds.items())]}
     return JobDetail.model_validate(data).model_dump()

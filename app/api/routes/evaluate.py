@@ -39,7 +39,7 @@ async def evaluate(body: EvaluateCreate, db: DbDep, user: CurrentUser, settings:
     JOBS_SUBMITTED.labels(kind="evaluate", queue=job["queue"]).inc()
     deadline = time.monotonic() + min(body.wait_s, settings.api_max_wait_s)
     while time.monotonic() < deadline:  # waiting holds no thread: the poll is a short unit of work
-        current = await db.run(lambda s: outcome(s, user, job["id"]))
+        current = await db.read(lambda s: outcome(s, user, job["id"]))
         if current["status"] in svc.TERMINAL:
             response.status_code = status.HTTP_200_OK
             return current

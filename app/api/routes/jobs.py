@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response, status
 from sqlalchemy.orm import Session
 
 from ...schemas import JobCreate, JobDetail, JobOut, JobPage, Text
+from ...services import job_views as views
 from ...services import jobs as svc
 from ..deps import CurrentUser, DbDep, RateLimit, enqueue_after_commit
 from ..errors import responses
@@ -36,12 +37,12 @@ async def list_(db: DbDep, user: CurrentUser, status_: Annotated[Status | None, 
                 owner: Annotated[Text | None, Query(max_length=100, description="Admins only: one user's jobs.")] = None,
                 limit: Annotated[int, Query(ge=1, le=200)] = 50,
                 offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0) -> dict:
-    return await db.run(lambda s: svc.job_page(s, user, status_, kind, limit, offset, owner))
+    return await db.read(lambda s: views.job_page(s, user, status_, kind, limit, offset, owner))
 
 
 @router.get("/{job_id}", response_model=JobDetail, responses=responses(404), summary="A job with its rounds and candidates")
 async def get(job_id: str, db: DbDep, user: CurrentUser) -> dict:
-    return await db.run(lambda s: svc.job_detail(svc.visible_job(s, user, job_id, detail=True)))
+    return await db.read(lambda s: views.job_detail(s, user, job_id))
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut, responses=responses(404, 409), summary="Cancel a queued or running job")
@@ -52,6 +53,6 @@ async def cancel(job_id: str, db: DbDep, user: CurrentUser) -> dict:
 @router.get("/{job_id}/best", response_class=Response, summary="Download the best verified kernel",
             responses={200: {"content": {"text/x-python": {"schema": {"type": "string"}}}}, **responses(404)})
 async def best(job_id: str, db: DbDep, user: CurrentUser) -> Response:
-    code, cand = await db.run(lambda s: svc.best_code(s, user, job_id))
+    code, cand = await db.read(lambda s: svc.best_code(s, user, job_id))
     return Response(code, media_type="text/x-python", headers={
         "Content-Disposition": f'attachment; filename="{job_id}-{cand.attempt_id}.py"'})
