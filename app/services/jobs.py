@@ -74,7 +74,7 @@ def is_job_id(text: str) -> bool:
 
 def visible_job(session: Session, user: User, job_id: str, detail: bool = False) -> Job:
     if not is_job_id(job_id):  # not even the shape of an id: no need to ask the database
-        raise NotFound(f"no job {job_id!r}")
+        raise NotFound(f"no job {job_id}")
     opts = [joinedload(Job.owner)] + ([selectinload(Job.candidates)] if detail else [])
     job = session.get(Job, job_id, options=opts)
     # Another owner's job is reported as missing, not forbidden: ids leak nothing.
