@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from ..db.models import Candidate, Job, User
@@ -34,23 +34,29 @@ def job_page(session: Session, user: User, status: str | None, kind: str | None,
         conds.append(Job.status == status)
     if kind:
         conds.append(Job.kind == kind)
-    total = session.scalar(select(func.count()).select_from(Job).where(*conds)) or 0
-    rows = session.execute(summaries().where(*conds).order_by(Job.created_at.desc(), Job.id)
+    conn = session.connection()
+    total = conn.execute(select(func.count()).select_from(Job).where(*conds)).scalar() or 0
+    rows = conn.execute(summaries().where(*conds).order_by(Job.created_at.desc(), Job.id)
                            .limit(limit).offset(offset)).mappings().all()
     counts = candidate_counts(session, [r["id"] for r in rows])
     items = [{**r, "candidates_count": counts.get(r["id"], 0)} for r in rows]
     return {"items": items, "total": total, "limit": limit, "offset": offset}
 
 
+# Built once; executed on the session's Core connection, past the ORM's statement handling.
+DETAIL = summaries().add_columns(Job.owner_id, Job.config, Job.result, Job.trajectory) \
+    .where(Job.id == bindparam("job_id"))
+CANDIDATES = select(*CANDIDATE).where(Candidate.job_id == bindparam("job_id")).order_by(Candidate.id)
+
+
 def job_detail(session: Session, user: User, job_id: str) -> dict[str, Any]:
     """The job with its candidates, if the user may see it (another owner's job is missing, not forbidden)."""
-    row = None
+    row, conn = None, session.connection()
     if is_job_id(job_id):
-        row = session.execute(summaries().add_columns(Job.owner_id, Job.config, Job.result, Job.trajectory)
-                              .where(Job.id == job_id)).mappings().first()
+        row = conn.execute(DETAIL, {"job_id": job_id}).mappings().first()
     if row is None or (row["owner_id"] != user.id and not user.is_admin):
         raise NotFound(f"no job {job_id}")
-    cands = session.execute(select(*CANDIDATE).where(Candidate.job_id == job_id).order_by(Candidate.id)).mappings()
+    cands = conn.execute(CANDIDATES, {"job_id": job_id}).mappings()
     summary = {k: row[k] for k in JobOut.model_fields if k != "candidates_count"}
     summary["candidates_count"] = len(candidates := [dict(c) for c in cands])
     return compose_detail(summary, row["config"], row["result"], row["trajectory"], candidates)
