@@ -25,7 +25,7 @@ def schemathesis(url: str, bearer: str, tmp: Path) -> subprocess.CompletedProces
     return subprocess.run([ST, "run", f"{url}/openapi.json", "-H", f"Authorization: Bearer {bearer}", "-n", "40",
                            "-c", CHECKS, "--generation-database", "none", "--no-color", "--request-timeout", "20",
                            "--report", "junit", "--report-dir", str(tmp / "st-report")],
-                          capture_output=True, text=True, timeout=420)
+                          capture_output=True, text=True, timeout=420, cwd=tmp)  # its cache stays out of the repo
 
 
 def assert_clean(run: subprocess.CompletedProcess) -> None:
