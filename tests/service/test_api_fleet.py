@@ -78,3 +78,21 @@ def test_timestamps_are_utc_with_offset_in_responses_and_columns(procs, service_
                                   "WHERE column_name LIKE '%%\\_at' AND table_name IN "
                                   "('users', 'api_tokens', 'jobs', 'candidates')").fetchall())
     assert len(types) == 9 and set(types.values()) == {"timestamp with time zone"}, types
+
+
+def test_connections_the_database_dropped_cost_no_request(procs, service_env, pg_url):
+    """The API's pool has no pre-ping; a unit of work that meets a closed connection runs again."""
+    url = procs.api()
+    h = {"Authorization": f"Bearer {token(service_env, 'resilient')}"}
+    job = httpx.post(f"{url}/v1/jobs", json={"reference": REF, "max_rounds": 0}, headers=h).json()
+    for _ in range(20):  # fill both processes' pools
+        assert httpx.get(f"{url}/v1/jobs/{job['id']}", headers=h).status_code == 200
+    dbname = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        killed = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                              "WHERE datname = %s AND pid <> pg_backend_pid()", (dbname,)).fetchone()[0]
+    assert killed > 0
+    reads = [httpx.get(f"{url}/v1/jobs/{job['id']}", headers=h).status_code for _ in range(10)]
+    writes = [httpx.post(f"{url}/v1/jobs", json={"reference": REF, "max_rounds": 0}, headers=h).status_code
+              for _ in range(5)]
+    assert reads == [200] * 10 and writes == [201] * 5
