@@ -26,3 +26,15 @@ class NotFound(KForgeError):
 
 class Conflict(KForgeError):
     status_code = 409
+
+
+class RateLimited(KForgeError):
+    status_code = 429
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class TooLarge(KForgeError):
+    status_code = 413

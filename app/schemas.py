@@ -2,37 +2,60 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 MAX_SOURCE = 200_000
 
 
+def storable(value: str) -> str:
+    """Text the databases can keep as it was sent: PostgreSQL refuses NUL in
+    text, and a lone surrogate cannot be encoded as UTF-8 by any driver."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL (\\u0000) characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("must be valid Unicode (an unpaired surrogate was found)") from exc
+    return value
+
+
+Text = Annotated[str, AfterValidator(storable)]
+REQUEST = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class ErrorOut(BaseModel):
+    """The one body of every 4xx and 5xx response."""
+
+    detail: str = Field(description="What went wrong, for a person to read.")
+    errors: list[str] = Field(default=[], description="One line per invalid field, when the request was invalid.")
+    request_id: str | None = Field(None, description="The X-Request-ID of the request; quote it when reporting.")
+
+
 class JobCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, json_schema_extra={"examples": [
         {"reference": "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
                       "        return torch.relu(x)\n\nn = 4096\n\ndef get_inputs():\n    return [torch.randn(n)]\n\n"
                       "def get_init_inputs():\n    return []\n", "max_rounds": 2},
         {"problem": "level1/1_relu_scale", "provider": "openai", "model": "gpt-4.1", "gpu_kind": "h100"}]})
 
-    reference: str | None = Field(None, max_length=MAX_SOURCE, description="Reference source (KernelBench format).")
-    problem: str | None = Field(None, max_length=200, description="A bundled problem, e.g. level1/1_relu_scale.")
-    name: str | None = Field(None, max_length=200, description="Display name; defaults to the problem's.")
+    reference: Text | None = Field(None, max_length=MAX_SOURCE, description="Reference source (KernelBench format).")
+    problem: Text | None = Field(None, max_length=200, description="A bundled problem, e.g. level1/1_relu_scale.")
+    name: Text | None = Field(None, max_length=200, description="Display name; defaults to the problem's.")
     backend: Literal["triton", "cuda"] = "triton"
     gpu_kind: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$", description="Routes to queue gpu-<kind>.")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     provider: Literal["offline", "openai", "anthropic"] = "offline"
-    model: str | None = Field(None, max_length=100)
-    base_url: str | None = Field(None, max_length=500)
+    model: Text | None = Field(None, max_length=100)
+    base_url: Text | None = Field(None, max_length=500)
     max_rounds: int = Field(3, ge=0, le=50)
     candidates_per_round: int = Field(2, ge=1, le=16)
     max_repairs: int = Field(2, ge=0, le=10)
-    max_cost_usd: float | None = Field(None, gt=0)
-    max_tokens: int | None = Field(None, gt=0)
-    max_wall_s: float | None = Field(None, gt=0)
-    target_speedup: float | None = Field(None, gt=0)
+    max_cost_usd: float | None = Field(None, gt=0, le=1e6)
+    max_tokens: int | None = Field(None, gt=0, le=10**9)
+    max_wall_s: float | None = Field(None, gt=0, le=7 * 86400)
+    target_speedup: float | None = Field(None, gt=0, le=1e6)
 
     @model_validator(mode="after")
     def one_source(self) -> JobCreate:
@@ -42,10 +65,10 @@ class JobCreate(BaseModel):
 
 
 class EvaluateCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST
 
-    reference: str = Field(max_length=MAX_SOURCE)
-    candidate: str = Field(max_length=MAX_SOURCE)
+    reference: Text = Field(max_length=MAX_SOURCE)
+    candidate: Text = Field(max_length=MAX_SOURCE)
     gpu_kind: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     wait_s: float = Field(0, ge=0, le=600, description="Wait up to this long for the verdict.")
@@ -85,9 +108,9 @@ class JobOut(BaseModel):
     provider: str
     model: str | None
     owner: str
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
+    created_at: AwareDatetime = Field(description="RFC 3339, UTC.")
+    started_at: AwareDatetime | None
+    finished_at: AwareDatetime | None
     best_speedup: float | None
     best_attempt_id: str | None
     error: str | None
@@ -108,3 +131,10 @@ class JobPage(BaseModel):
     total: int
     limit: int
     offset: int
+
+
+class EvaluateOut(BaseModel):
+    id: str
+    status: str
+    result: dict[str, Any] | None
+    error: str | None

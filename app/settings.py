@@ -33,6 +33,18 @@ class Settings(BaseSettings):
     device: str = "auto"
     eval_timeout_s: float = 120.0
     memory_mb: int = 4096
+    # The REST API. Workers: uvicorn processes of `kforge api` (0: one per core).
+    api_workers: int = Field(default=0, ge=0)
+    # Threads per API process for database work; at most the connection pool's size (10), so no
+    # request waits for, or churns, an overflow connection.
+    api_threads: int = Field(default=10, ge=1, le=10)
+    # Per API token: sustained requests a second and the burst allowed at once (0 turns limiting off).
+    rate_limit_per_s: float = Field(default=50.0, ge=0)
+    rate_limit_burst: int = Field(default=200, ge=1)
+    # A verified token is remembered this long per process: a revocation takes effect within it.
+    auth_cache_s: float = Field(default=10.0, ge=0)
+    # The longest /v1/evaluate may hold a request open waiting for its verdict (wait_s is capped to it).
+    api_max_wait_s: float = Field(default=600.0, ge=0)
     openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
 

@@ -1,113 +1,155 @@
-"""API load: submissions per second and job-read latency under concurrent clients.
+"""API load with a real load generator (hey): job reads, submissions and a
+filtered job list at 10,000 jobs, 20 concurrent clients.
 
-    .venv/bin/python benchmarks/api_load.py [--backend postgres|sqlite] [--clients 20]
-        [--submissions 300] [--reads 3000]
+    bash scripts/apt-need.sh hey
+    .venv/bin/python benchmarks/api_load.py [--clients 20] [--seconds 15] [--workers N] [--api-dir DIR]
 
-Starts a real `kforge api` process (one uvicorn worker) on a fresh database
-(PostgreSQL database created for the run, or a SQLite file) with a Redis or
-SQLite broker; no worker consumes the queue, so only the API is measured.
-Prints a Markdown table.
+Starts `kforge api` from --api-dir (default: this checkout; give an exported
+older commit to measure "before" on the same machine minutes apart) on a
+fresh PostgreSQL database (127.0.0.1:5432, dropped afterwards) with Redis
+db 12 as broker (flushed afterwards); no worker consumes the queue, so only
+the API is measured. Rate limiting is set out of reach (its Redis round trip
+stays in the path). Prints a Markdown table, the machine and its load, and the
+API processes' CPU time per request, which the machine's other load does not
+inflate the way it inflates latency.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import random
+import platform
+import re
 import secrets
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import psycopg
+import redis
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tests.service.conftest import PG, free_port, wait_for  # noqa: E402
-
+PG = "postgresql://postgres@127.0.0.1:5432"
+REDIS = "redis://127.0.0.1:6379/12"
 REF = (ROOT / "problems" / "level1" / "1_relu_scale.py").read_text()
 
 
-def kforge(env: dict[str, str], *args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "app.cli.main", *args], cwd=ROOT, env=env, check=True,
+def kforge(api_dir: Path, env: dict[str, str], *args: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "app.cli.main", *args], cwd=api_dir, env=env, check=True,
                          capture_output=True, text=True)
     return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
 
 
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
+def cpu_seconds(root_pid: int) -> float:
+    """User + system CPU of a process and its children (uvicorn's workers)."""
+    pids = [root_pid] + [int(p) for p in subprocess.run(["pgrep", "-P", str(root_pid)], capture_output=True,
+                                                        text=True).stdout.split()]
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def hey(url: str, token: str, clients: int, seconds: int, body: Path | None = None) -> dict[str, float]:
+    args = ["hey", "-z", f"{seconds}s", "-c", str(clients), "-H", f"Authorization: Bearer {token}"]
+    if body:
+        args += ["-m", "POST", "-T", "application/json", "-D", str(body)]
+    out = subprocess.run([*args, url], capture_output=True, text=True, check=True).stdout
+    codes = {int(c): int(n) for c, n in re.findall(r"\[(\d{3})\]\s+(\d+) responses", out)}
+    lat = {p: 1000 * float(s) for p, s in re.findall(r"(\d+)% in ([\d.]+) secs", out)}
+    return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)), "p50": lat["50"], "p99": lat["99"],
+            "ok": sum(n for c, n in codes.items() if c < 300), "bad": sum(n for c, n in codes.items() if c >= 300)}
+
+
+def seed_jobs(db_url: str, total: int) -> None:
+    """Copies the submitted jobs until `total` rows, spread over statuses and days, in one statement."""
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        have = conn.execute("SELECT count(*) FROM jobs").fetchone()[0]
+        conn.execute("""
+            INSERT INTO jobs (id, owner_id, kind, status, cancel_requested, problem_name, reference, backend, queue,
+                              provider, config, runs, created_at)
+            SELECT gen_random_uuid()::text, j.owner_id, CASE WHEN g %% 5 = 0 THEN 'evaluate' ELSE 'optimize' END,
+                   (ARRAY['queued','running','succeeded','failed','cancelled'])[1 + g %% 5], false, j.problem_name,
+                   j.reference, j.backend, j.queue, j.provider, j.config, 0, now() - g * interval '1 minute'
+            FROM generate_series(1, %s) AS g, (SELECT * FROM jobs LIMIT 1) AS j""", (max(0, total - have),))
+        conn.execute("ANALYZE jobs")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--backend", choices=["postgres", "sqlite"], default="postgres")
     ap.add_argument("--clients", type=int, default=20)
-    ap.add_argument("--submissions", type=int, default=300)
-    ap.add_argument("--reads", type=int, default=3000)
+    ap.add_argument("--seconds", type=int, default=15)
+    ap.add_argument("--workers", type=int, default=None, help="kforge api --workers (default: its own default)")
+    ap.add_argument("--api-dir", type=Path, default=ROOT)
+    ap.add_argument("--jobs", type=int, default=10_000, help="jobs in the table for the list benchmark")
     args = ap.parse_args()
+    dbname = f"kforge_bench_{secrets.token_hex(4)}"
+    db_url = f"{PG}/{dbname}"
+    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {dbname}")
     tmp = Path(tempfile.mkdtemp(prefix="kforge-load-"))
-    env = {**os.environ, "KFORGE_DATA_DIR": str(tmp)}
-    dbname = None
-    if args.backend == "postgres":
-        import psycopg
-
-        dbname = f"kforge_load_{secrets.token_hex(4)}"
-        with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {dbname}")
-        env.update(KFORGE_DATABASE_URL=f"{PG}/{dbname}", KFORGE_BROKER_URL="redis://127.0.0.1:6379/14")
-    kforge(env, "db", "upgrade")
-    token = kforge(env, "token", "create", "load")
-    port = free_port()
-    api = subprocess.Popen([sys.executable, "-m", "app.cli.main", "api", "--port", str(port)], cwd=ROOT, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url, h = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
+    env = {**os.environ, "KFORGE_DATA_DIR": str(tmp), "KFORGE_DATABASE_URL": db_url, "KFORGE_BROKER_URL": REDIS,
+           "KFORGE_RATE_LIMIT_PER_S": "1000000"}
+    body = tmp / "job.json"
+    body.write_text(json.dumps({"reference": REF, "name": "load", "max_rounds": 0}))
+    api = None
     try:
-        wait_for(lambda: httpx.get(f"{url}/healthz").status_code == 200, 60, "api")
-        client = httpx.Client(headers=h, timeout=60, limits=httpx.Limits(max_connections=args.clients * 2))
-
-        def submit(i: int) -> tuple[float, str]:
-            t0 = time.perf_counter()
-            r = client.post(f"{url}/v1/jobs", json={"reference": REF, "name": f"load{i}", "max_rounds": 0})
-            assert r.status_code == 201, r.text
-            return time.perf_counter() - t0, r.json()["id"]
-
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(args.clients) as pool:
-            subs = list(pool.map(submit, range(args.submissions)))
-        sub_wall = time.perf_counter() - t0
-        ids = [i for _, i in subs]
-
-        def read(_: int) -> float:
-            t = time.perf_counter()
-            r = client.get(f"{url}/v1/jobs/{random.choice(ids)}")
-            assert r.status_code == 200
-            return time.perf_counter() - t
-
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(args.clients) as pool:
-            reads = list(pool.map(read, range(args.reads)))
-        read_wall = time.perf_counter() - t0
-        lat = [s for s, _ in subs]
-        print("| backend | clients | submissions/s | submit p50 ms | submit p99 ms | reads/s | read p50 ms | read p99 ms |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-        print(f"| {args.backend} | {args.clients} | {args.submissions / sub_wall:.1f} | {1000 * statistics.median(lat):.1f} "
-              f"| {1000 * pct(lat, 99):.1f} | {args.reads / read_wall:.1f} | {1000 * statistics.median(reads):.1f} "
-              f"| {1000 * pct(reads, 99):.1f} |")
+        kforge(args.api_dir, env, "db", "upgrade")
+        token = kforge(args.api_dir, env, "token", "create", "load")
+        port = 18000 + secrets.randbelow(2000)
+        cmd = [sys.executable, "-m", "app.cli.main", "api", "--port", str(port)]
+        cmd += ["--workers", str(args.workers)] if args.workers is not None else []
+        api = subprocess.Popen(cmd, cwd=args.api_dir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        h = {"Authorization": f"Bearer {token}"}
+        job_id = httpx.post(f"{url}/v1/jobs", json={"reference": REF, "max_rounds": 0}, headers=h).json()["id"]
+        rows = []
+        for name, target, post in (("POST /v1/jobs", f"{url}/v1/jobs", body),
+                                   ("GET /v1/jobs/{id}", f"{url}/v1/jobs/{job_id}", None)):
+            cpu0 = cpu_seconds(api.pid)
+            r = hey(target, token, args.clients, args.seconds, post)
+            rows.append((name, r, (cpu_seconds(api.pid) - cpu0) / max(1, r["ok"] + r["bad"])))
+        seed_jobs(db_url, args.jobs)
+        listing = f"{url}/v1/jobs?status=queued&kind=optimize&limit=50"
+        cpu0 = cpu_seconds(api.pid)
+        r = hey(listing, token, args.clients, args.seconds)
+        rows.append((f"GET /v1/jobs?status=queued&kind=optimize&limit=50 ({args.jobs} jobs)", r,
+                     (cpu_seconds(api.pid) - cpu0) / max(1, r["ok"] + r["bad"])))
+        print(f"machine: {platform.node()} {cpu_model()}, {os.cpu_count()} CPUs; load before/after: "
+              f"{os.getloadavg()}; api dir {args.api_dir}; workers {args.workers or 'default'}")
+        print("| operation | clients | req/s | p50 ms | p99 ms | non-2xx | API CPU ms/req |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for name, r, cpu in rows:
+            print(f"| {name} | {args.clients} | {r['rps']:.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {int(r['bad'])} "
+                  f"| {1000 * cpu:.2f} |")
     finally:
-        api.terminate()
-        api.wait()
-        if dbname:
-            import psycopg
-            import redis
+        if api:
+            api.terminate()
+            api.wait(timeout=30)
+        with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {dbname} WITH (FORCE)")
+        redis.Redis.from_url(REDIS).flushdb()
 
-            with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE {dbname} WITH (FORCE)")
-            redis.Redis.from_url("redis://127.0.0.1:6379/14").flushdb()
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
 
 
 if __name__ == "__main__":

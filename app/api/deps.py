@@ -1,10 +1,12 @@
-"""Dependencies, declared once as Annotated aliases: the session (which owns
-the transaction), the settings and the current user."""
+"""Dependencies, declared once as Annotated aliases: the settings, the unit of
+work (`Db`, app/api/unit.py), the current user and the rate limit. The cheap
+ones are `async`: FastAPI runs a sync dependency in a thread-pool trip of its
+own, which under load costs more than the work (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -13,29 +15,39 @@ from sqlalchemy.orm import Session
 
 from ..db.models import User
 from ..db.session import session_factory
-from ..errors import NotAuthenticated
-from ..services.tokens import authenticate
+from ..errors import NotAuthenticated, RateLimited
+from ..services.tokens import TokenCache
 from ..settings import Settings, get_settings
-from ..worker.celery_app import enqueue
+from .ratelimit import Limiter, key_for, make_limiter, retry_after
+from .unit import Db, enqueue_after_commit, send
 
-log = logging.getLogger("kforge.api")
+__all__ = ["CurrentUser", "Db", "DbDep", "RateLimit", "SettingsDep", "bearer_token", "enqueue_after_commit",
+           "get_session"]
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+async def settings() -> Settings:  # async: a sync dependency would cost a thread-pool trip
+    return get_settings()
 
 
-def get_session(settings: SettingsDep) -> Iterator[Session]:
-    """Commits when the handler returns, rolls back on error; jobs queued
-    during the request are sent to the broker only after the commit."""
+SettingsDep = Annotated[Settings, Depends(settings)]
+
+
+async def db(settings: SettingsDep) -> Db:
+    return Db(settings.db_url)
+
+
+DbDep = Annotated[Db, Depends(db)]
+
+
+def get_session(settings: Settings = Depends(get_settings)) -> Iterator[Session]:
+    """The dashboard's session (its pages are sync handlers): commits when the
+    handler returns, rolls back on error; queued jobs are sent after the commit."""
     session = session_factory(settings.db_url)()
     session.info["enqueue"] = []
 
     @event.listens_for(session, "after_commit")
     def _send(sess: Session) -> None:
-        for job_id, queue in sess.info.pop("enqueue", []):
-            try:
-                enqueue(job_id, queue)
-            except Exception:  # broker down: the job is stored; the workers' reaper sends it later
-                log.warning("could not enqueue job %s now; it stays queued for the reaper", job_id, exc_info=True)
+        send(sess.info.pop("enqueue", []))
         sess.info["enqueue"] = []
 
     @event.listens_for(session, "after_rollback")
@@ -52,9 +64,6 @@ def get_session(settings: SettingsDep) -> Iterator[Session]:
         session.close()
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
-
-
 def bearer_token(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
@@ -67,8 +76,37 @@ def bearer_token(request: Request) -> str:
                            "`kforge token create NAME`)")
 
 
-def current_user(session: SessionDep, token: Annotated[str, Depends(bearer_token)]) -> User:
-    return authenticate(session, token)
+@lru_cache
+def token_cache(ttl_s: float) -> TokenCache:
+    return TokenCache(ttl_s)
+
+
+async def current_user(request: Request, settings: SettingsDep, db: DbDep) -> User:
+    token = bearer_token(request)
+    cache = token_cache(settings.auth_cache_s)
+    return cache.lookup(token) or await db.run(lambda s: cache.authenticate(s, token))
 
 
 CurrentUser = Annotated[User, Depends(current_user)]
+
+
+@lru_cache
+def limiter(rate: float, burst: int, broker_url: str) -> Limiter | None:
+    return make_limiter(rate, burst, broker_url)
+
+
+async def rate_limit(request: Request, settings: SettingsDep) -> None:
+    """Per token (per client address without one); runs before the token is verified."""
+    check = limiter(settings.rate_limit_per_s, settings.rate_limit_burst, settings.queue_url)
+    if check is None:
+        return
+    credential = request.headers.get("authorization") or request.cookies.get("kforge_token") \
+        or (request.client.host if request.client else "-")
+    wait = await check.check(key_for(credential))
+    if wait > 0:
+        raise RateLimited(f"rate limit of {settings.rate_limit_per_s:g} requests/s per token "
+                          f"(burst {settings.rate_limit_burst}) reached; retry in {retry_after(wait)} s",
+                          retry_after(wait))
+
+
+RateLimit = Depends(rate_limit)

@@ -67,11 +67,19 @@ def worker_command(
 
 
 def api_command(host: Annotated[str, typer.Option()] = "127.0.0.1",
-                port: Annotated[int, typer.Option()] = 8000) -> None:
-    """Run the REST API (uvicorn)."""
+                port: Annotated[int, typer.Option()] = 8000,
+                workers: Annotated[int | None, typer.Option(help="Processes (default KFORGE_API_WORKERS, 0: one per core).")]
+                = None) -> None:
+    """Run the REST API (uvicorn). The processes share nothing but the database
+    and the broker: start as many, on as many hosts, as the load needs."""
     import uvicorn
 
-    uvicorn.run("app.api.main:app", host=host, port=port, log_level="info")
+    from ..api.logconfig import log_config
+
+    count = workers if workers is not None else get_settings().api_workers
+    count = count or len(os.sched_getaffinity(0))
+    uvicorn.run("app.api.main:app", host=host, port=port, workers=count, log_config=log_config(),
+                access_log=False, timeout_graceful_shutdown=10)
 
 
 def serve_command(host: Annotated[str, typer.Option()] = "127.0.0.1",

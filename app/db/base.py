@@ -1,11 +1,13 @@
 """Declarative base with a naming convention, so migrations name constraints
-the same way on PostgreSQL and SQLite."""
+the same way on PostgreSQL and SQLite, and the one timestamp type: UTC,
+time-zone aware, on both databases."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import MetaData
+from sqlalchemy import DateTime, Dialect, MetaData, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase
 
 NAMING = {
@@ -17,9 +19,30 @@ NAMING = {
 }
 
 
+class UTCDateTime(TypeDecorator[datetime]):
+    """`timestamptz` on PostgreSQL; on SQLite (no time-zone type) the UTC wall
+    time as text. Values written may be naive (taken as UTC) or aware; values
+    read are always aware, in UTC, so every response carries its offset."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        aware = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return aware.replace(tzinfo=None) if dialect.name == "sqlite" else aware
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {datetime: UTCDateTime}
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+    return datetime.now(UTC)

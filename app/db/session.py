@@ -11,7 +11,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 
 @lru_cache
-def engine_for(url: str) -> Engine:
+def engine_for(url: str, pre_ping: bool = True) -> Engine:
+    """`pre_ping=False`: no `SELECT 1` round trip per checkout; the caller then
+    retries a unit of work that met a connection the server had closed
+    (app/api/deps.py)."""
     if url.startswith("sqlite"):
         eng = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -24,7 +27,7 @@ def engine_for(url: str) -> Engine:
             cur.close()
 
         return eng
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_engine(url, pool_pre_ping=pre_ping, pool_size=10, max_overflow=20)
 
 
 @lru_cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -64,29 +65,22 @@ def create_evaluation(session: Session, owner: User, spec: EvaluateCreate) -> Jo
     return job
 
 
+def is_job_id(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text
+    except ValueError:
+        return False
+
+
 def visible_job(session: Session, user: User, job_id: str, detail: bool = False) -> Job:
+    if not is_job_id(job_id):  # not even the shape of an id: no need to ask the database
+        raise NotFound(f"no job {job_id}")
     opts = [joinedload(Job.owner)] + ([selectinload(Job.candidates)] if detail else [])
     job = session.get(Job, job_id, options=opts)
     # Another owner's job is reported as missing, not forbidden: ids leak nothing.
     if job is None or (job.owner_id != user.id and not user.is_admin):
         raise NotFound(f"no job {job_id}")
     return job
-
-
-def list_jobs(session: Session, user: User, status: str | None, kind: str | None, limit: int, offset: int,
-              owner: str | None = None) -> tuple[list[Job], int]:
-    query = select(Job).options(joinedload(Job.owner))
-    if not user.is_admin:
-        query = query.where(Job.owner_id == user.id)
-    elif owner:
-        query = query.join(User, Job.owner_id == User.id).where(User.name == owner)
-    if status:
-        query = query.where(Job.status == status)
-    if kind:
-        query = query.where(Job.kind == kind)
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    rows = session.scalars(query.order_by(Job.created_at.desc(), Job.id).limit(limit).offset(offset)).all()
-    return list(rows), total
 
 
 def candidate_counts(session: Session, job_ids: list[str]) -> dict[str, int]:
@@ -119,22 +113,33 @@ def best_code(session: Session, user: User, job_id: str) -> tuple[str, Candidate
     return cand.code, cand
 
 
-def job_out(job: Job, count: int | None = None) -> dict[str, Any]:
+def job_out(job: Job, count: int | None = None, owner: str | None = None) -> dict[str, Any]:
+    """A job's summary; pass what the caller knows (count, owner) to spare the queries."""
     data = {f: getattr(job, f) for f in JobOut.model_fields if f not in ("owner", "candidates_count")}
-    data["owner"] = job.owner.name
+    data["owner"] = owner or job.owner.name
     data["candidates_count"] = count if count is not None else len(job.candidates)
     return data
 
 
+def job_summary(session: Session, job: Job) -> dict[str, Any]:
+    return job_out(job, candidate_counts(session, [job.id]).get(job.id, 0))
+
+
 def job_detail(job: Job) -> dict[str, Any]:
+    return compose_detail(job_out(job), job.config, job.result, job.trajectory,
+                          [CandidateOut.model_validate(c).model_dump() for c in job.candidates])
+
+
+def compose_detail(summary: dict[str, Any], config: dict[str, Any], result: dict[str, Any] | None,
+                   trajectory: dict[str, Any] | None, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """A job's detail: its summary, the candidates grouped by round with each round's plan."""
     rounds: dict[int, list[dict[str, Any]]] = {}
-    for cand in job.candidates:
-        rounds.setdefault(cand.round, []).append(CandidateOut.model_validate(cand).model_dump())
-    traj = job.trajectory or {}
+    for cand in candidates:
+        rounds.setdefault(cand["round"], []).append(cand)
+    traj = trajectory or {}
     plans = {r["index"]: r.get("plan", []) for r in traj.get("rounds", [])}
-    data = job_out(job)
-    data.update(config=job.config, result=job.result, usage=traj.get("usage"),
-                strategies_used=traj.get("strategies_used", []),
-                rounds=[{"index": i, "plan": [p.get("title", "") for p in plans.get(i, [])], "candidates": c}
-                        for i, c in sorted(rounds.items())])
+    data = {**summary, "config": config, "result": result, "usage": traj.get("usage"),
+            "strategies_used": traj.get("strategies_used", []),
+            "rounds": [{"index": i, "plan": [p.get("title", "") for p in plans.get(i, [])], "candidates": c}
+                       for i, c in sorted(rounds.items())]}
     return JobDetail.model_validate(data).model_dump()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+import time
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -46,3 +48,30 @@ def authenticate(session: Session, token: str) -> User:
     if row.last_used_at is None or (now - row.last_used_at).total_seconds() > 60:
         row.last_used_at = now
     return row.user
+
+
+class TokenCache:
+    """Verified tokens remembered for `ttl_s` seconds in this process, keyed by
+    hash: a read then costs no database round trip. The user comes back as a
+    detached copy (id, name, is_admin), never attached to a session."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self.entries: dict[str, tuple[float, int, str, bool]] = {}
+        self.lock = threading.Lock()
+
+    def lookup(self, token: str) -> User | None:
+        """The user when the token was verified less than `ttl_s` ago; None otherwise."""
+        hit = self.entries.get(hash_token(token))
+        if hit is not None and hit[0] > time.monotonic():
+            return User(id=hit[1], name=hit[2], is_admin=hit[3])
+        return None
+
+    def authenticate(self, session: Session, token: str) -> User:
+        key, now = hash_token(token), time.monotonic()
+        user = authenticate(session, token)
+        with self.lock:
+            if len(self.entries) > 10_000:
+                self.entries = {k: v for k, v in self.entries.items() if v[0] > now}
+            self.entries[key] = (now + self.ttl_s, user.id, user.name, user.is_admin)
+        return User(id=user.id, name=user.name, is_admin=user.is_admin)

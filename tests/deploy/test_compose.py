@@ -76,7 +76,24 @@ def test_every_command_is_a_kforge_command_line():
 def test_the_api_listens_on_all_interfaces_of_its_container():
     params = parse_kforge(SERVICES["api"]["command"])[1]
     assert params["host"] == "0.0.0.0"
-    assert any(str(p).endswith(f":{params['port']}") for p in SERVICES["api"]["ports"])
+    assert str(params["port"]) in [str(p) for p in SERVICES["api"]["expose"]]
+
+
+def test_api_containers_scale_behind_the_load_balancer():
+    """The api publishes no host port (so `--scale api=N` cannot collide); the
+    lb service does, and proxies to the name every api container answers to,
+    re-resolved so new replicas join without a restart."""
+    assert "ports" not in SERVICES["api"], "a published port on api makes `--scale api=N` fail"
+    lb = SERVICES["lb"]
+    assert lb["image"].startswith("nginx:")
+    assert depends("lb") == {"api": "service_healthy"}
+    listen = int(re.search(r"listen\s+(\d+);", (COMPOSE.parent / "deploy" / "nginx.conf").read_text()).group(1))
+    assert any(str(p).endswith(f":{listen}") and "127.0.0.1" in str(p) for p in lb["ports"])
+    conf_path = next(v.split(":")[0] for v in lb["volumes"] if v.endswith("default.conf:ro"))
+    conf = (COMPOSE.parent / conf_path).read_text()
+    port = parse_kforge(SERVICES["api"]["command"])[1]["port"]
+    assert re.search(rf"set \$api http://api:{port};", conf) and "proxy_pass $api;" in conf
+    assert "resolver 127.0.0.11" in conf, "without Docker's resolver per request, new api replicas are never used"
 
 
 def test_workers_and_queues():

@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Literal
+
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
 from sqlalchemy import text
 
 from ...db.session import engine_for
 from ...worker.celery_app import celery_app
 from ..deps import SettingsDep
+from ..errors import error_response, responses
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], responses=responses(500))
 
 
-@router.get("/healthz", summary="The process is alive")
+class Alive(BaseModel):
+    status: Literal["ok"]
+
+
+class Ready(BaseModel):
+    status: Literal["ready"]
+    database: Literal["ok"]
+    broker: Literal["ok"]
+
+
+@router.get("/healthz", response_model=Alive, summary="The process is alive")
 def healthz() -> dict:
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="Database and broker reachable")
-def readyz(settings: SettingsDep) -> JSONResponse:
+@router.get("/readyz", response_model=Ready, responses=responses(503), summary="Database and broker reachable")
+def readyz(request: Request, settings: SettingsDep) -> JSONResponse:
     checks = {}
     try:
         with engine_for(settings.db_url).connect() as conn:
@@ -34,10 +48,13 @@ def readyz(settings: SettingsDep) -> JSONResponse:
         checks["broker"] = "ok"
     except Exception as exc:
         checks["broker"] = f"unreachable: {type(exc).__name__}"
-    ok = all(v == "ok" for v in checks.values())
-    return JSONResponse({"status": "ready" if ok else "not ready", **checks}, status_code=200 if ok else 503)
+    failed = [f"{name}: {state}" for name, state in checks.items() if state != "ok"]
+    if failed:
+        return error_response(request, 503, "not ready: " + "; ".join(failed), failed)
+    return JSONResponse({"status": "ready", **checks})
 
 
-@router.get("/metrics", summary="Prometheus metrics")
+@router.get("/metrics", summary="Prometheus metrics (text exposition format)", response_class=Response,
+            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
 def metrics() -> Response:
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,86 @@
+"""The API's unit of work. Why not a session dependency: FastAPI runs every
+sync dependency and handler in its own trip through the thread pool, and under
+load those hand-offs cost more than the queries (docs/benchmarks.md). A
+request makes one trip: `await db.run(fn)` opens a session, calls
+`fn(session)`, commits, sends the jobs it queued to the broker (after the
+commit: a worker must find the row), and closes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TypeVar
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from ..db.models import Job
+from ..db.session import engine_for
+from ..worker.celery_app import enqueue
+
+log = logging.getLogger("kforge.api")
+T = TypeVar("T")
+
+
+def send(queued: list[tuple[str, str]]) -> None:
+    for job_id, queue in queued:
+        try:
+            enqueue(job_id, queue)
+        except Exception:  # broker down: the job is stored; the workers' reaper sends it later
+            log.warning("could not enqueue job %s now; it stays queued for the reaper", job_id, exc_info=True)
+
+
+def enqueue_after_commit(session: Session, job: Job) -> None:
+    session.info.setdefault("enqueue", []).append((job.id, job.queue))
+
+
+class StaleConnection(Exception):
+    """The unit of work met a connection the database had closed (a restart, a
+    fail-over) before committing anything: it may run again on a fresh one."""
+
+
+@lru_cache
+def sessions(url: str) -> tuple[sessionmaker[Session], sessionmaker[Session]]:
+    """(writes, reads) on one pool without pre-ping. Reads run in autocommit:
+    no BEGIN and COMMIT round trips around one or two SELECTs."""
+    engine = engine_for(url, pre_ping=False)
+    return (sessionmaker(engine, expire_on_commit=False),
+            sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False))
+
+
+class Db:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def run(self, fn: Callable[[Session], T]) -> T:
+        """`fn` in a transaction: committed, then the jobs it queued are sent."""
+        return await run_in_threadpool(self.run_sync, fn)
+
+    async def read(self, fn: Callable[[Session], T]) -> T:
+        """`fn` reads only: no transaction around it."""
+        return await run_in_threadpool(self.run_sync, fn, True)
+
+    def run_sync(self, fn: Callable[[Session], T], read: bool = False) -> T:
+        try:
+            return self._once(fn, read)
+        except StaleConnection:  # the pool has dropped its dead connections by now
+            return self._once(fn, read)
+
+    def _once(self, fn: Callable[[Session], T], read: bool) -> T:
+        with sessions(self.url)[read]() as session:
+            try:
+                try:
+                    result = fn(session)
+                except DBAPIError as exc:
+                    if exc.connection_invalidated:
+                        raise StaleConnection() from exc
+                    raise
+                if not read:
+                    session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+            send(session.info.pop("enqueue", []))
+        return result

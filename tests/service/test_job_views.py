@@ -1,0 +1,35 @@
+"""The API's Core read paths give exactly what the ORM-built views give (the
+dashboard and MCP use those), for a job with candidates in two rounds."""
+
+from __future__ import annotations
+
+from app.api.deps import Db
+from app.db.models import Candidate, Job
+from app.services import job_views as views
+from app.services import jobs as svc
+from app.services.tokens import create_token
+
+
+def test_core_views_match_the_orm_views(pg_url):
+    db = Db(pg_url)
+
+    def seed(s):
+        user, _ = create_token(s, "viewer")
+        job = Job(owner_id=user.id, problem_name="p", reference="x", config={"max_rounds": 2}, status="succeeded",
+                  trajectory={"rounds": [{"index": 0, "plan": [{"title": "fuse"}]}], "usage": {"cost_usd": 0.5}},
+                  result={"best": None})
+        s.add(job)
+        s.flush()
+        for i, rnd in enumerate((0, 0, 1)):
+            s.add(Candidate(job_id=job.id, attempt_id=f"a{i}", round=rnd, strategy="s", source="llm", verdict="pass",
+                            reasons=[], checks={"correct": "pass"}, speedup=1.5 + i, timing={"median_ms": 1.0},
+                            code="...", input_tokens=10, output_tokens=20, cost_usd=0.01, elapsed_s=2.0))
+        return user, job.id
+
+    user, job_id = db.run_sync(seed)
+    orm = db.run_sync(lambda s: svc.job_detail(svc.visible_job(s, user, job_id, detail=True)))
+    core = db.run_sync(lambda s: views.job_detail(s, user, job_id), True)
+    assert core == orm and core["candidates_count"] == 3 and [r["index"] for r in core["rounds"]] == [0, 1]
+    assert core["rounds"][0]["plan"] == ["fuse"] and core["created_at"].utcoffset().total_seconds() == 0
+    page = db.run_sync(lambda s: views.job_page(s, user, "succeeded", "optimize", 10, 0), True)
+    assert page["total"] == 1 and page["items"][0] == {k: orm[k] for k in page["items"][0]}
