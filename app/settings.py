@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     device: str = "auto"
     eval_timeout_s: float = 120.0
     memory_mb: int = 4096
+    cpu_threads: int | None = Field(default=None, ge=1, description="Threads of the cpu backend's kernels and "
+                                    "baselines (same for both); unset: the cores the sandbox grants")
     openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
 

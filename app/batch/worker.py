@@ -28,7 +28,7 @@ from agents.search import Search, SearchConfig, Trajectory
 from sandbox import EvalOptions, Judge, JudgeError
 from sandbox.judge import resolve_device
 
-from ..cli.wiring import build_provider, offline_engine
+from ..compose import build_provider, offline_engine
 from ..settings import get_settings
 from ..worker.gpu_lock import LockedEvaluator, device_key
 from .baselines import BaselineCache
