@@ -178,9 +178,9 @@ def too_big_message(path: str, memory_mb: int) -> str | None:
     need = input_bytes(problem, size_names(problem))
     if need is None or need <= memory_mb * 2**20:
         return None
-    return (f"{problem.name}: one call's inputs take {need / GB:.1f} GB at its default sizes, more than the "
-            f"sandbox's memory limit ({memory_mb} MB, KFORGE_MEMORY_MB); rerun with --fit-memory GB "
-            f"(e.g. --fit-memory 1) to scale its sizes down")
+    return (f"{problem.name} does not fit: rerun with --fit-memory GB (e.g. --fit-memory 1) to scale its sizes "
+            f"down; one call's inputs take {need / GB:.1f} GB at its default sizes, more than the sandbox's memory "
+            f"limit ({memory_mb} MB, KFORGE_MEMORY_MB)")
 
 
 MEMORY_HINT = ("; if the problem's sizes do not fit this machine, rerun with --fit-memory GB "

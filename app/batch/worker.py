@@ -132,8 +132,7 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     final = timed = None
     if best is not None:
         cache = BaselineCache(Path(spec.baseline_cache)) if spec.baseline_cache else None
-        final, timed = final_evaluation(judge_fn, reference, name, best.code, options, timing_key(seen, backend),
-                                        cache)
+        final, timed = final_evaluation(judge_fn, reference, name, best.code, options, seen, cache, backend)
     heldout = None
     if spec.held_out and final and final["verdict"] == "pass":
         quick = replace(options, trials=3, timing_sets=1, compile_baseline=False)
@@ -172,11 +171,12 @@ def timing_key(seen: dict[str, Any], backend: str) -> str | None:
     return seen.get("hardware") if device == "cuda" else f"cpu: {cpu_label(get_settings().cpu_threads)}"
 
 
-def final_evaluation(judge_fn: Any, reference: str, name: str, code: str, options: EvalOptions, key: str | None,
-                     cache: BaselineCache | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def final_evaluation(judge_fn: Any, reference: str, name: str, code: str, options: EvalOptions, seen: dict[str, Any],
+                     cache: BaselineCache | None, backend: str = "triton") -> tuple[dict[str, Any], dict[str, Any]]:
     """Judge the best kernel again with fresh seeds; where timing is real (GPU,
     or native kernels on the CPU) time the compile baseline unless the cache
     holds it for this hardware. Returns the result and the speedups."""
+    key = timing_key(seen, backend)
     cached = cache.get(key, reference) if cache and key else None
     opts = replace(options, compile_baseline=bool(key) and cached is None)
     result = judge_fn(reference, f"{name}.py", code, opts)
