@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app.batch.fit import (FitError, fit_problem, fit_suite, input_bytes, scale, size_names, too_big_message,
-                           with_memory_hint, with_sizes)
+from app.batch import fit as F
+from app.batch.fit import FitError, fit_problem, fit_suite, scale, size_names, with_sizes
 from app.batch.suite import discover
 from sandbox import EvalOptions, Judge, load_problem
 from tests.conftest import ROOT, run_kforge
@@ -61,7 +61,7 @@ def test_fit_measures_in_the_sandbox_and_scales_every_size(judge):
         assert max(ratios) / min(ratios) < 2.0, fit.sizes
         assert all(v % 32 == 0 for v in fit.sizes.values()), fit.sizes
         problem = load_problem(path.name, fit.source)
-        measured_inputs = input_bytes(problem, size_names(problem))
+        measured_inputs = F.input_bytes(problem, size_names(problem))
         assert measured_inputs is not None and measured_inputs <= fit.bytes  # the outputs are measured too
         record = fit.record()
         assert record is not None and record["defaults"] == size_names(load_problem(path)) and "source" not in record
@@ -90,12 +90,12 @@ def test_fit_suite_keeps_fits_for_a_resumed_run(tmp_path):
 
 
 def test_without_the_flag_a_problem_too_large_names_the_flag(tmp_path):
-    message = too_big_message(str(RELU), 4096)
+    message = F.too_big_message(str(RELU), 4096)
     assert message and "6.4 GB" in message and "--fit-memory GB" in message
-    assert too_big_message(str(ROOT / "problems" / "level1" / "1_relu_scale.py"), 4096) is None
-    assert with_memory_hint("RuntimeError: can't allocate memory: you tried to allocate 6442450944 bytes") \
+    assert F.too_big_message(str(ROOT / "problems" / "level1" / "1_relu_scale.py"), 4096) is None
+    assert F.with_memory_hint("RuntimeError: can't allocate memory: you tried to allocate 6442450944 bytes") \
         .endswith("--fit-memory GB (e.g. --fit-memory 1) to scale them down")
-    assert with_memory_hint("SyntaxError at line 3") == "SyntaxError at line 3"
+    assert F.with_memory_hint("SyntaxError at line 3") == "SyntaxError at line 3"
     # The whole command: no task starts, every record says what to do, nothing mentions the allocator.
     out = tmp_path / "run"
     done = run_kforge("batch", "run", str(BIG), "--provider", "offline", "--device", "cpu", "--max-rounds", "0",
