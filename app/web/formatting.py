@@ -58,4 +58,4 @@ def sizes(scaled: dict[str, Any] | None) -> str:
         return "default"
     changed = ", ".join(f"{k.replace('_kforge_dim', 'literal #')} {scaled['defaults'].get(k)}→{v}"
                         for k, v in (scaled.get("sizes") or {}).items() if v != scaled["defaults"].get(k))
-    return f"{changed} ({scaled.get('bytes', 0) / 1e9:.2f} of {scaled.get('budget_gb')} GB)"
+    return f"{changed} ({scaled.get('bytes', 0) / 1e9:.2f} of {scaled.get('budget_gb', 0):g} GB)"
