@@ -144,7 +144,9 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     cpu_timed = timed_for_real(backend, seen.get("device")) and seen.get("device") == "cpu"
     return {
         **base_record(spec), "status": "done", "device": seen.get("device"), "backend": backend,
-        "hardware": cpu_label(get_settings().cpu_threads) if cpu_timed else seen.get("hardware"),
+        # On the CPU: the model and the threads the judge timed with (its timing says how many it was granted).
+        "hardware": cpu_label(((final or {}).get("timing") or {}).get("threads") or get_settings().cpu_threads)
+        if cpu_timed else seen.get("hardware"),
         "timing_label": ((final or {}).get("timing") or {}).get("label"),
         "correct": bool(final and final["verdict"] == "pass"),
         "search_found": best is not None,
