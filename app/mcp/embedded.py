@@ -92,7 +92,9 @@ class EmbeddedBackend:
     # -- jobs ---------------------------------------------------------------
 
     async def submit(self, spec: JobSpec) -> JobStatus:
-        body = JobCreate.model_validate({"device": self.settings.device, **spec.body()})
+        # The server's device is the default, except for backend cpu, which runs on the CPU whatever it says.
+        default = {} if spec.options.get("backend") == "cpu" else {"device": self.settings.device}
+        body = JobCreate.model_validate({**default, **spec.body()})
 
         def create() -> dict[str, Any]:
             with transaction(self.settings.db_url) as s:
