@@ -26,6 +26,10 @@ def test_tools_take_backend_cpu(tmp_path):
             clash = await call(session, "evaluate_kernel", reference=REFERENCE, candidate=HONEST, backend="cpu",
                                device="cuda")
             assert "--backend cpu runs on the CPU" in error_text(clash)
+            # A cpu job does not inherit the server's device (cuda here): it is created and queued.
+            job = ok(await call(session, "submit_optimization", reference="level1/1_relu_scale", backend="cpu",
+                                max_rounds=0))
+            assert job["job_id"] and job["status"] in ("queued", "running", "succeeded")
             hits = ok(await call(session, "search_strategies", query="fused elementwise", k=3, backend="cpu"))
             assert isinstance(hits["results"], list)
 
