@@ -45,6 +45,7 @@ class EvalOptions:
     compile_baseline: bool | None = None
     baseline_cache: bool = True  # native CPU timing: reuse baselines timed on this machine before
     tolerance: tuple[float, float] | None = None
+    threads: int | None = None  # on the CPU: threads of candidate and baselines alike (None: every CPU granted)
 
 
 def resolve_device(device: str) -> str:
@@ -149,6 +150,7 @@ class Judge:
                           compile_baseline: bool) -> tuple[str, list[dict[str, Any]] | None]:
         ready = self.session(options.sandbox, device).ready
         machine = {k: ready.get(k) for k in ("cpu_model", "cpus", "torch")}
+        machine["threads"] = options.threads
         sizes = {**problem.literal_dims, **problem.size_constants()}
         k = baseline_cache.key(problem.run_source, sizes, machine, reps, compile_baseline)
         return k, baseline_cache.lookup(k)
@@ -197,7 +199,8 @@ class Judge:
             (device == "cuda" or native_cpu)
         ref_job = {"role": "reference", "source": problem.run_source, "filename": reference_name, "device": device,
                    "trials": plan, "constants": sorted(problem.size_constants()), "defaults": problem.literal_dims,
-                   "time_reps": reps, "compile_baseline": compile_baseline, "native_timing": native_cpu}
+                   "time_reps": reps, "compile_baseline": compile_baseline, "native_timing": native_cpu,
+                   "threads": options.threads}
         cached_key, cached = None, None
         if native_cpu:
             ref_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
@@ -238,7 +241,7 @@ class Judge:
                        for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
         cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,
                     "trials": cand_trials, "time_reps": reps, "native_prebuilt": prebuilt,
-                    "native_timing": native_cpu}
+                    "native_timing": native_cpu, "threads": options.threads}
         if native_cpu:
             cand_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
         try:

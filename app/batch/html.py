@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 from . import metrics as M
-from .report import fmt, headline_rows
+from .report import fmt, headline_rows, sizes_note
 
 COLOURS = {"eager": "#1f77b4", "compile": "#e3771b", "pass": "#2a9d4b", "fail": "#c0392b", "error": "#7f7f7f"}
 CSS = """
@@ -33,10 +33,12 @@ def render_html(report: dict[str, Any]) -> str:
     parts.append('<h2>Plots</h2><div class="plots">' + fast_p_plot(view) + speedup_bars(report["problems"]) +
                  level_bars(m["per_level"]) + "</div>")
     rows = [(r["problem"], f"{r['samples_correct']}/{r['samples']}", fmt(r["speedup_eager"], "x"),
-             fmt(r["speedup_compile"], "x"), r["held_out"] or "n/a", str(r["tokens"]), fmt(r["cost_usd"], "$"),
-             fmt(r["wall_s"], "s"), (r.get("error") or r.get("reasons") or "")[:200]) for r in report["problems"]]
+             fmt(r["speedup_compile"], "x"), r["held_out"] or "n/a", sizes_note(r.get("scaled")) or "default",
+             str(r["tokens"]), fmt(r["cost_usd"], "$"), fmt(r["wall_s"], "s"),
+             (r.get("error") or r.get("reasons") or "")[:200]) for r in report["problems"]]
     parts.append("<h2>Problems</h2>" + table(
-        ["problem", "correct", "speedup eager", "speedup compile", "held-out", "tokens", "cost", "wall", "note"], rows))
+        ["problem", "correct", "speedup eager", "speedup compile", "held-out", "sizes", "tokens", "cost", "wall",
+         "note"], rows))
     body = "\n".join(parts)
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>KForge batch report</title>'
             f"<style>{CSS}</style></head><body>\n{body}\n</body></html>\n")
@@ -78,7 +80,7 @@ def fast_p_plot(view: dict[str, Any], width: int = 420, height: int = 280) -> st
         g += [f'<circle cx="{x(p):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}"/>' for p, v in pts]
         g.append(f'<text x="{left + pw - 5}" y="{top + 14 + 14 * i}" text-anchor="end" font-size="12" '
                  f'fill="{colour}">{base}</text>')
-    if not view["gpu_timed"]:
+    if not view.get("timed", view["gpu_timed"]):
         g.append(f'<text x="{left + pw / 2}" y="{top + ph / 2}" text-anchor="middle" font-size="12" fill="#8a5a00">'
                  "no GPU timing: only fast_0 (= correctness)</text>")
     return _svg(width, height, "fast_p vs p", "".join(g))

@@ -11,9 +11,11 @@ provider failure) counts as not correct; nothing is left out of a denominator.
   the kernel's median time, same evaluation) is > p. fast_0 is the correctness
   rate (any measured speedup is > 0), as in KernelBench. For p > 0 a correct
   record without a speedup (e.g. torch.compile failed on that reference) counts
-  as not fast, and is counted in `notes`. Without GPU timing (any record judged
-  on the CPU, where Triton runs in its interpreter) fast_p for p > 0 is null,
-  never 0.
+  as not fast, and is counted in `notes`. Speedups are real on a GPU and for
+  native kernels on the CPU (backend cpu: wall time against eager and
+  torch.compile on the same threads, labelled with the CPU model); without real
+  timing (any record of a GPU backend judged on the CPU, where Triton runs in
+  its interpreter) fast_p for p > 0 is null, never 0.
 - **geometric-mean speedup**: exp(mean(log s)) over correct records with a speedup;
   null when there are none.
 - **held-out pass rate**: among correct records whose held-out evaluation ran
@@ -31,14 +33,39 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from ..backends import timed_for_real
+
 P_VALUES = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 BASELINES = ("eager", "compile")
 NO_GPU = "no GPU timing: Triton ran in its interpreter on the CPU, so speedups are not measured"
 
 
+def timed_on(record: dict[str, Any]) -> str | None:
+    """"cuda" or "cpu" when the record's speedups are measured for real, else None."""
+    device = record.get("device")
+    return device if timed_for_real(record.get("backend"), device) and device in ("cuda", "cpu") else None
+
+
+def timing_kind(records: list[dict[str, Any]]) -> str | None:
+    """"cuda", "cpu", or "mixed" when every finished record was timed for real; None otherwise."""
+    kinds = {timed_on(r) for r in records if r.get("status") == "done"}
+    if not kinds or None in kinds:
+        return None
+    return kinds.pop() if len(kinds) == 1 else "mixed"
+
+
 def gpu_timed(records: list[dict[str, Any]]) -> bool:
-    done = [r for r in records if r.get("status") == "done"]
-    return bool(done) and all(r.get("device") == "cuda" for r in done)
+    return timing_kind(records) == "cuda"
+
+
+def timed(records: list[dict[str, Any]]) -> bool:
+    return timing_kind(records) is not None
+
+
+def cpu_note(records: list[dict[str, Any]]) -> str:
+    labels = sorted({str(r.get("hardware")) for r in records if timed_on(r) == "cpu" and r.get("hardware")})
+    return (f"CPU timing on {'; '.join(labels) or 'this machine'}: wall time of native kernels against eager "
+            "PyTorch and torch.compile on the same threads; not GPU speed")
 
 
 def fast_p(records: list[dict[str, Any]], baseline: str, p: float) -> float | None:
@@ -47,7 +74,7 @@ def fast_p(records: list[dict[str, Any]], baseline: str, p: float) -> float | No
     correct = [r for r in records if r.get("correct")]
     if p == 0:
         return len(correct) / len(records)
-    if not gpu_timed(records):
+    if not timed(records):
         return None
     key = f"speedup_{baseline}"
     return sum(1 for r in correct if r.get(key) is not None and r[key] > p) / len(records)
@@ -68,15 +95,22 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The metrics of one view (a list of records)."""
     n = len(records)
     correct = [r for r in records if r.get("correct")]
-    timed = gpu_timed(records)
+    kind = timing_kind(records)
+    timed = kind is not None
     out: dict[str, Any] = {
         "records": n, "correct": len(correct), "errors": sum(1 for r in records if r.get("status") == "error"),
         "correctness_rate": len(correct) / n if n else None,
-        "gpu_timed": timed, "notes": [],
+        "gpu_timed": kind == "cuda", "timed": timed, "timing": kind, "notes": [],
+        "scaled": sum(1 for r in records if r.get("scaled")),
     }
     if n and not timed:
         done = any(r.get("status") == "done" for r in records)
         out["notes"].append(NO_GPU if done else "no record finished, so nothing was timed")
+    if kind in ("cpu", "mixed"):
+        out["notes"].append(cpu_note(records))
+    if out["scaled"]:
+        out["notes"].append(f"{out['scaled']} record(s) ran at scaled-down sizes (--fit-memory): see each problem's "
+                            "sizes")
     for base in BASELINES:
         key = f"speedup_{base}"
         out[f"fast_p_{base}"] = {f"{p:g}": fast_p(records, base, p) for p in P_VALUES}
@@ -128,7 +162,8 @@ def problem_row(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "samples_correct": sum(1 for r in samples if r.get("correct")), "correct": bool(best.get("correct")),
         "status": best.get("status"), "speedup_eager": best.get("speedup_eager"),
         "speedup_compile": best.get("speedup_compile"), "baseline_source": best.get("baseline_source"),
-        "held_out": held, "device": best.get("device"),
+        "held_out": held, "device": best.get("device"), "hardware": best.get("hardware"),
+        "scaled": best.get("scaled"),
         "tokens": sum(int(r.get("input_tokens", 0)) + int(r.get("output_tokens", 0)) for r in samples),
         "cost_usd": sum(float(r.get("cost_usd", 0.0)) for r in samples),
         "wall_s": sum(float(r.get("wall_s", 0.0)) for r in samples),

@@ -13,7 +13,8 @@ from typing import Any
 from . import metrics as M
 
 CSV_FIELDS = ("problem", "level", "samples", "samples_correct", "correct", "status", "speedup_eager", "speedup_compile",
-              "baseline_source", "held_out", "device", "tokens", "cost_usd", "wall_s", "best_id", "error", "reasons")
+              "baseline_source", "held_out", "device", "hardware", "scaled", "sizes", "tokens", "cost_usd", "wall_s",
+              "best_id", "error", "reasons")
 _SLIM_DROP = ("rounds",)
 
 
@@ -46,8 +47,18 @@ def render_csv(report: dict[str, Any]) -> str:
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in report["problems"]:
-        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in CSV_FIELDS})
+        flat = {**row, "scaled": bool(row.get("scaled")), "sizes": sizes_note(row.get("scaled"))}
+        writer.writerow({k: "" if flat.get(k) is None else flat.get(k) for k in CSV_FIELDS})
     return buf.getvalue()
+
+
+def sizes_note(scaled: dict[str, Any] | None) -> str:
+    """"scaled: batch_size 4096->768, dim 393216->65536 (0.40 GB of 1 GB)"; empty when the problem ran at its sizes."""
+    if not scaled:
+        return ""
+    changes = ", ".join(f"{k.replace('_kforge_dim', 'get_inputs literal #')} {scaled['defaults'][k]}->{v}"
+                        for k, v in scaled["sizes"].items() if v != scaled["defaults"].get(k))
+    return f"scaled: {changes} ({scaled['bytes'] / 1e9:.2f} GB of {scaled['budget_gb']:g} GB)"
 
 
 def fmt(value: Any, kind: str = "") -> str:
@@ -101,10 +112,11 @@ def render_markdown(report: dict[str, Any]) -> str:
               "| problem | correct | speedup eager | speedup compile | held-out | tokens | cost | wall | note |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in report["problems"]:
-        note = (r.get("error") or r.get("reasons") or "").replace("|", "/").replace("\n", " ")[:120]
+        note = "; ".join(filter(None, [sizes_note(r.get("scaled")), (r.get("error") or r.get("reasons") or "")[:120]]))
+        note = note.replace("|", "/").replace("\n", " ")
         lines.append(f"| {r['problem']} | {r['samples_correct']}/{r['samples']} | {fmt(r['speedup_eager'], 'x')} | "
                      f"{fmt(r['speedup_compile'], 'x')} | {r['held_out'] or 'n/a'} | {r['tokens']} | "
                      f"{fmt(r['cost_usd'], '$')} | {fmt(r['wall_s'], 's')} | {note} |")
     lines += ["", "Definitions: see `app/batch/metrics.py` (fast_0 equals the correctness rate; "
-              "speedups are null without GPU timing)."]
+              "speedups are measured on a GPU, or for native kernels on the CPU (backend cpu); null otherwise)."]
     return "\n".join(lines) + "\n"

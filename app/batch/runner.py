@@ -31,13 +31,15 @@ from typing import Any
 from agents.search import SearchConfig
 from sandbox import EvalOptions
 
+from .fit import fit_suite, with_memory_hint
 from .report import write_reports
 from .suite import SuiteProblem, discover
 from .worker import TaskSpec, run_task, spec_fields, write_json_atomic
 
 Event = Callable[[dict[str, Any]], None]
 # Settings that change what a result means: a rerun into the same folder must keep them.
-_IDENTITY = ("provider", "model", "base_url", "config", "device", "sandbox", "held_out", "api", "gpu_kind")
+_IDENTITY = ("provider", "model", "base_url", "config", "device", "sandbox", "held_out", "api", "gpu_kind",
+             "fit_memory_gb")
 
 
 class BatchError(Exception):
@@ -62,12 +64,13 @@ class BatchRequest:
     api: str | None = None
     token: str | None = None
     gpu_kind: str | None = None  # --api only: the service queues the jobs on gpu-<kind>
+    fit_memory_gb: float | None = None  # scale sizes until one call's inputs and outputs fit (fit.py)
 
     def identity(self) -> dict[str, Any]:
         return {"suite": str(Path(self.suite).resolve()), "provider": self.provider, "model": self.model,
                 "base_url": self.base_url, "config": self.config.to_dict(), "device": self.options.device,
                 "sandbox": self.options.sandbox, "held_out": self.held_out, "api": self.api,
-                "gpu_kind": self.gpu_kind}
+                "gpu_kind": self.gpu_kind, "fit_memory_gb": self.fit_memory_gb}
 
 
 def task_dir(out: Path, problem_id: str, sample: int) -> Path:
@@ -136,8 +139,12 @@ def run_batch(req: BatchRequest, on_event: Event | None = None) -> dict[str, Any
                 todo.append((p, k))
         emit({"kind": "start", "total": len(pairs), "done": len(records), "todo": len(todo),
               "passed": sum(bool(r.get("correct")) for r in records.values())})
+        fits = fit_suite(req.out, list({p.id: p for p, _ in todo}.values()), req.fit_memory_gb, req.options)
+        for p, k in [t for t in todo if isinstance(fits.get(t[0].id), str)]:
+            records[p.id, k] = error_record(p, k, str(fits[p.id]))
+        todo = [t for t in todo if not isinstance(fits.get(t[0].id), str)]
         if todo:
-            _run_tasks(req, todo, records, emit)
+            _run_tasks(req, todo, records, emit, {k: v for k, v in fits.items() if isinstance(v, dict)})
         ordered = [records[p.id, k] for p, k in pairs]
         report = write_reports(req.out, ordered, req.identity() | {"samples": req.samples})
     emit({"kind": "report", "report": report})
@@ -145,16 +152,18 @@ def run_batch(req: BatchRequest, on_event: Event | None = None) -> dict[str, Any
 
 
 def _run_tasks(req: BatchRequest, todo: list[tuple[SuiteProblem, int]],
-               records: dict[tuple[str, int], dict[str, Any]], emit: Event) -> None:
+               records: dict[tuple[str, int], dict[str, Any]], emit: Event,
+               fitted: dict[str, dict[str, Any]]) -> None:
     pool = _executor(req)
     try:
-        futures = {pool.submit(*_task(req, p, k)): (p, k) for p, k in todo}
+        futures = {pool.submit(*_task(req, p, k, fitted.get(p.id))): (p, k) for p, k in todo}
         for fut in as_completed(futures):
             p, k = futures[fut]
             try:
                 records[p.id, k] = fut.result()
             except Exception as exc:  # the worker process itself died (e.g. killed for memory)
-                records[p.id, k] = error_record(p, k, f"worker process failed: {type(exc).__name__}: {exc}")
+                records[p.id, k] = error_record(p, k, with_memory_hint(
+                    f"worker process failed: {type(exc).__name__}: {exc}"))
             emit({"kind": "finished", "record": records[p.id, k]})
     except BaseException:
         # Interrupted: what finished is saved; a rerun resumes the rest.
@@ -170,9 +179,10 @@ def _executor(req: BatchRequest) -> Executor:
     return ProcessPoolExecutor(max_workers=req.workers, mp_context=multiprocessing.get_context("spawn"))
 
 
-def _task(req: BatchRequest, problem: SuiteProblem, sample: int) -> tuple[Any, ...]:
+def _task(req: BatchRequest, problem: SuiteProblem, sample: int, fitted: dict[str, Any] | None) -> tuple[Any, ...]:
     config, options = spec_fields(req.config, req.options)
-    spec = TaskSpec(problem=problem.to_dict(), sample=sample, out=str(task_dir(req.out, problem.id, sample)),
+    spec = TaskSpec(problem={**problem.to_dict(), **(fitted or {})}, sample=sample,
+                    out=str(task_dir(req.out, problem.id, sample)),
                     provider=req.provider, model=req.model, base_url=req.base_url, config=config, options=options,
                     held_out=req.held_out, baseline_cache=str(req.baseline_cache) if req.baseline_cache else None)
     if req.api:

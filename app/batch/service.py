@@ -19,6 +19,7 @@ import httpx
 
 from sandbox import ProblemError
 
+from .fit import with_memory_hint
 from .heldout import held_out
 from .worker import TaskSpec, base_record, speedups, timed_fields, write_json_atomic
 
@@ -64,7 +65,8 @@ def run_task_service(spec: TaskSpec, base: str, token: str | None, gpu_kind: str
     try:
         record = _run(spec, out, Api(base, token), gpu_kind)
     except (httpx.HTTPError, ValueError, OSError, ProblemError) as exc:
-        record = {**base_record(spec), "status": "error", "error": str(exc)[:2000], "wall_s": time.monotonic() - started}
+        record = {**base_record(spec), "status": "error", "error": with_memory_hint(str(exc))[:2000],
+                  "wall_s": time.monotonic() - started}
         write_json_atomic(out / "error.json", record)
         return record
     write_json_atomic(out / "summary.json", record)
@@ -101,6 +103,7 @@ def _run(spec: TaskSpec, out: Path, api: Api, gpu_kind: str | None) -> dict[str,
     candidates = [c for r in job.get("rounds", []) for c in r.get("candidates", [])]
     return {
         **base_record(spec), "status": "done", "job_id": job_id, "device": (final or {}).get("device"),
+        "backend": spec.config.get("backend", "triton"), "timing_label": ((final or {}).get("timing") or {}).get("label"),
         "hardware": None, "correct": bool(final and final.get("verdict") == "pass"), "search_found": bool(best),
         "final": None if final is None else {k: final.get(k) for k in ("verdict", "reasons", "timing", "checks")},
         **timed_fields(speedups(final or {}, (final or {}).get("timing") or {}, None)),

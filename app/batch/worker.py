@@ -28,10 +28,13 @@ from agents.search import Search, SearchConfig, Trajectory
 from sandbox import EvalOptions, Judge, JudgeError
 from sandbox.judge import resolve_device
 
-from ..cli.wiring import build_provider, offline_engine
+from ..backends import timed_for_real
+from ..compose import build_provider, offline_engine
+from ..hardware import cpu_label
 from ..settings import get_settings
 from ..worker.gpu_lock import LockedEvaluator, device_key
 from .baselines import BaselineCache
+from .fit import with_memory_hint
 from .heldout import held_out
 
 _JUDGE: Judge | None = None
@@ -76,6 +79,7 @@ def run_task(spec: TaskSpec) -> dict[str, Any]:
 
 
 def _error(spec: TaskSpec, out: Path, message: str, started: float, trace: str | None = None) -> dict[str, Any]:
+    message = with_memory_hint(message)
     record = {**base_record(spec), "status": "error", "error": message[:2000], "wall_s": time.monotonic() - started}
     write_json_atomic(out / "error.json", {**record, "traceback": trace})
     return record
@@ -83,7 +87,8 @@ def _error(spec: TaskSpec, out: Path, message: str, started: float, trace: str |
 
 def base_record(spec: TaskSpec) -> dict[str, Any]:
     p = spec.problem
-    return {"problem": p["id"], "name": p["name"], "level": p["level"], "sample": spec.sample, "correct": False}
+    return {"problem": p["id"], "name": p["name"], "level": p["level"], "sample": spec.sample, "correct": False,
+            "scaled": p.get("scaled")}
 
 
 def evaluator(options: EvalOptions) -> Any:
@@ -110,6 +115,7 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
             seen.update(device=event["analysis"].get("device"), hardware=event["analysis"].get("hardware"))
 
     options = EvalOptions(**spec.options)
+    backend = spec.config.get("backend", "triton")
     # The search optimises against eager; torch.compile is timed once, in the final evaluation.
     search_options = replace(options, compile_baseline=False)
     judge = evaluator(options)
@@ -126,7 +132,7 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     final = timed = None
     if best is not None:
         cache = BaselineCache(Path(spec.baseline_cache)) if spec.baseline_cache else None
-        final, timed = final_evaluation(judge_fn, reference, name, best.code, options, seen, cache)
+        final, timed = final_evaluation(judge_fn, reference, name, best.code, options, seen, cache, backend)
     heldout = None
     if spec.held_out and final and final["verdict"] == "pass":
         quick = replace(options, trials=3, timing_sets=1, compile_baseline=False)
@@ -135,8 +141,13 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     if best is not None:
         (out / "best.py").write_text(best.code)
     summary = traj.summary()
+    cpu_timed = timed_for_real(backend, seen.get("device")) and seen.get("device") == "cpu"
     return {
-        **base_record(spec), "status": "done", "device": seen.get("device"), "hardware": seen.get("hardware"),
+        **base_record(spec), "status": "done", "device": seen.get("device"), "backend": backend,
+        # On the CPU: the model and the threads the judge timed with (its timing says how many it was granted).
+        "hardware": cpu_label(((final or {}).get("timing") or {}).get("threads") or get_settings().cpu_threads)
+        if cpu_timed else seen.get("hardware"),
+        "timing_label": ((final or {}).get("timing") or {}).get("label"),
         "correct": bool(final and final["verdict"] == "pass"),
         "search_found": best is not None,
         "final": None if final is None else {k: final.get(k) for k in ("verdict", "reasons", "timing", "checks")},
@@ -152,22 +163,34 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     }
 
 
+def timing_key(seen: dict[str, Any], backend: str) -> str | None:
+    """The hardware the final evaluation times on, as the baseline cache's key:
+    the GPU, or the CPU (model and threads) for native kernels; None when
+    nothing is timed for real (Triton in its interpreter on the CPU)."""
+    device = seen.get("device")
+    if not timed_for_real(backend, device):
+        return None
+    return seen.get("hardware") if device == "cuda" else f"cpu: {cpu_label(get_settings().cpu_threads)}"
+
+
 def final_evaluation(judge_fn: Any, reference: str, name: str, code: str, options: EvalOptions, seen: dict[str, Any],
-                     cache: BaselineCache | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Judge the best kernel again with fresh seeds; on a GPU time the compile
-    baseline unless the cache holds it. Returns the result and the speedups."""
-    gpu = seen.get("hardware") if seen.get("device") == "cuda" else None
-    cached = cache.get(gpu, reference) if cache and gpu else None
-    opts = replace(options, compile_baseline=bool(gpu) and cached is None)
+                     cache: BaselineCache | None, backend: str = "triton") -> tuple[dict[str, Any], dict[str, Any]]:
+    """Judge the best kernel again with fresh seeds; where timing is real (GPU,
+    or native kernels on the CPU) time the compile baseline unless the cache
+    holds it for this hardware. Returns the result and the speedups."""
+    key = timing_key(seen, backend)
+    cached = cache.get(key, reference) if cache and key else None
+    opts = replace(options, compile_baseline=bool(key) and cached is None)
     result = judge_fn(reference, f"{name}.py", code, opts)
     timing = result.get("timing") or {}
-    if cache and gpu and cached is None:
-        cache.put(gpu, reference, timing)
+    if cache and key and cached is None and timing.get("baseline_compile"):
+        cache.put(key, reference, timing)
     return result, speedups(result, timing, cached)
 
 
 def speedups(result: dict[str, Any], timing: dict[str, Any], cached: dict[str, Any] | None) -> dict[str, Any]:
-    if result.get("verdict") != "pass" or timing.get("device") != "cuda":
+    """The speedups the judge measured (on a GPU, or native kernels on the CPU); none otherwise."""
+    if result.get("verdict") != "pass" or not timing.get("speedup_vs_eager"):
         return {"baseline_source": None}
     eager = (timing.get("speedup_vs_eager") or {}).get("value")
     compile_ = (timing.get("speedup_vs_compile") or {}).get("value")

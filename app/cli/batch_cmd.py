@@ -12,7 +12,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -20,13 +20,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from agents.search import SearchConfig
-from sandbox import EvalOptions, JudgeError
+from sandbox import JudgeError
 
+from ..backends import BackendError
 from ..batch.baselines import default_path
 from ..batch.compare import compare
 from ..batch.report import fmt, headline_rows
 from ..batch.runner import BatchError, BatchRequest, rewrite_reports, run_batch
 from ..batch.suite import suite_root
+from ..compose import eval_options
 from ..settings import get_settings
 
 batch_app = typer.Typer(no_args_is_help=True)
@@ -52,7 +54,7 @@ def run_command(
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget per search.")] = None,
     max_wall: Annotated[float | None, typer.Option("--max-wall", help="Wall-time budget per search, seconds.")] = None,
     target_speedup: Annotated[float | None, typer.Option("--target-speedup")] = None,
-    backend: Annotated[str, typer.Option(help="triton | cuda")] = "triton",
+    backend: Annotated[str, typer.Option(help="triton | cuda | cpu (cpu: C kernels, judged and timed on the CPU)")] = "triton",
     device: Annotated[str | None, typer.Option(help="auto | cpu | cuda")] = None,
     sandbox: Annotated[str | None, typer.Option(help="process | docker")] = None,
     held_out: Annotated[bool, typer.Option("--held-out/--no-held-out", help="Judge passing kernels at unseen sizes.")] = True,
@@ -60,6 +62,9 @@ def run_command(
     api: Annotated[str | None, typer.Option("--api", help="Run through a KForge API at this URL instead of locally.")] = None,
     token: Annotated[str | None, typer.Option("--token", envvar="KFORGE_TOKEN", help="API token for --api.")] = None,
     gpu_kind: Annotated[str | None, typer.Option("--gpu-kind", help="With --api: run on queue gpu-<kind>.")] = None,
+    fit_memory: Annotated[float | None, typer.Option(
+        "--fit-memory", metavar="GB", help="Shrink each problem's sizes (proportionally) until one call's inputs and "
+        "outputs fit in GB; reports mark such problems as scaled.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report's metrics as one JSON object.")] = False,
 ) -> None:
     """Search every problem of a suite (x --samples), in parallel and resumable; write the reports."""
@@ -68,23 +73,24 @@ def run_command(
     config = SearchConfig(max_rounds=max_rounds, candidates_per_round=candidates_per_round, max_repairs=max_repairs,
                           max_cost_usd=max_cost, max_tokens=max_tokens, max_wall_s=max_wall,
                           target_speedup=target_speedup, backend=backend, offline_starters=offline_starters)
-    options = EvalOptions(device=device or settings.device, sandbox=sandbox or settings.sandbox,
-                          timeout=settings.eval_timeout_s, memory_mb=settings.memory_mb)
+    try:
+        options = eval_options(settings, backend, device=device, sandbox=sandbox)
+    except BackendError as exc:
+        fail(str(exc), as_json)
+    if fit_memory is not None and fit_memory <= 0:
+        fail("--fit-memory takes a positive number of GB (e.g. --fit-memory 1)", as_json)
     out = out or Path("batch-runs") / re.sub(r"[^A-Za-z0-9._-]+", "-", f"{suite_root(suite).resolve().name}-{provider}"
                                                                           f"{'-' + model if model else ''}")
     req = BatchRequest(suite=suite, out=out, provider=provider, model=model, base_url=base_url, level=level,
                        pattern=problems, samples=samples, workers=workers, config=config, options=options,
                        held_out=held_out, baseline_cache=baseline_cache or default_path(), api=api, token=token,
-                       gpu_kind=gpu_kind)
+                       gpu_kind=gpu_kind, fit_memory_gb=fit_memory)
     try:
         validate(req)
         with LiveProgress() as progress:
             report = run_batch(req, progress.on_event)
     except (BatchError, JudgeError, ValueError, OSError) as exc:
-        if as_json:
-            sys.stdout.write(json.dumps({"error": str(exc)}) + "\n")
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        fail(str(exc), as_json)
     except KeyboardInterrupt:
         err.print(f"interrupted: finished tasks are kept in {out}; run the same command again to resume")
         raise typer.Exit(130) from None
@@ -96,11 +102,16 @@ def run_command(
     raise typer.Exit(1 if report["metrics"]["per_sample"]["errors"] else 0)
 
 
+def fail(message: str, as_json: bool) -> NoReturn:
+    if as_json:
+        sys.stdout.write(json.dumps({"error": message}) + "\n")
+    err.print(f"[red]error:[/] {message}")
+    raise typer.Exit(2)
+
+
 def validate(req: BatchRequest) -> None:
     if req.provider not in ("offline", "openai", "anthropic"):
         raise BatchError(f"--provider {req.provider!r}: use offline, openai or anthropic")
-    if req.config.backend not in ("triton", "cuda"):
-        raise BatchError(f"--backend {req.config.backend!r}: use triton or cuda")
     if req.gpu_kind and not req.api:
         raise BatchError("--gpu-kind routes service jobs: use it with --api (locally, --device picks the device)")
     if not Path(req.suite).is_dir():

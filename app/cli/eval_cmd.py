@@ -19,6 +19,10 @@ from rich.table import Table
 
 from sandbox import EvalOptions, JudgeError, error_json, evaluate_files
 
+from ..backends import BackendError
+from ..compose import eval_options
+from ..settings import get_settings
+
 EXIT = {"pass": 0, "fail": 1, "error": 2}
 log = logging.getLogger("kforge.eval")
 
@@ -30,11 +34,18 @@ def eval_command(
     timeout: Annotated[float, typer.Option(help="Seconds each sandboxed run may take.")] = 120.0,
     memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory limit of the candidate, in MB.")] = 4096,
     device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
+    backend: Annotated[str, typer.Option(help="triton | cuda | cpu (cpu: the judge runs on the CPU and times "
+                                         "native kernels)")] = "triton",
     sandbox: Annotated[str, typer.Option(help="process | docker")] = "process",
     trials: Annotated[int, typer.Option(help="Correctness trials at the default sizes (at least 5).")] = 5,
 ) -> None:
-    result = run_eval(str(reference), str(candidate), EvalOptions(
-        device=device, sandbox=sandbox, timeout=timeout, memory_mb=memory_mb, trials=trials))
+    try:
+        options = eval_options(get_settings(), backend, device=device, sandbox=sandbox, timeout=timeout,
+                               memory_mb=memory_mb, trials=trials)
+    except BackendError as exc:
+        result = error_json(str(exc))
+    else:
+        result = run_eval(str(reference), str(candidate), options)
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:

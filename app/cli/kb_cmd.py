@@ -23,7 +23,7 @@ def _kb():
 @kb_app.command("search")
 def search(query: Annotated[str, typer.Argument()], k: Annotated[int, typer.Option("-k")] = 5,
            family: Annotated[str | None, typer.Option(help="Op family filter, e.g. softmax.")] = None,
-           backend: Annotated[str | None, typer.Option()] = None,
+           backend: Annotated[str | None, typer.Option(help="triton | cuda | cpu")] = None,
            mode: Annotated[str, typer.Option(help="hybrid | embedding | keyword")] = "hybrid",
            as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Strategies ranked for a query (a JSON list with id, title, score, ...)."""

@@ -20,9 +20,10 @@ from agents.providers import ProviderError
 from agents.search import SearchConfig, Trajectory
 from sandbox import EvalOptions, JudgeError
 
+from ..backends import check_backend
+from ..compose import build_search, eval_options
 from ..kb.learning import learn
 from ..settings import get_settings
-from .wiring import build_search
 
 err = Console(stderr=True)
 
@@ -40,7 +41,7 @@ def optimize_command(
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget.")] = None,
     max_wall: Annotated[float | None, typer.Option("--max-wall", help="Wall-time budget in seconds.")] = None,
     target_speedup: Annotated[float | None, typer.Option("--target-speedup")] = None,
-    backend: Annotated[str, typer.Option(help="triton | cuda")] = "triton",
+    backend: Annotated[str, typer.Option(help="triton | cuda | cpu (cpu: C kernels, judged and timed on the CPU)")] = "triton",
     device: Annotated[str | None, typer.Option(help="auto | cpu | cuda")] = None,
     sandbox: Annotated[str | None, typer.Option(help="process | docker")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
@@ -51,9 +52,8 @@ def optimize_command(
     config = SearchConfig(max_rounds=max_rounds, candidates_per_round=candidates_per_round, max_repairs=max_repairs,
                           max_cost_usd=max_cost, max_tokens=max_tokens, max_wall_s=max_wall,
                           target_speedup=target_speedup, backend=backend)
-    options = EvalOptions(device=device or settings.device, sandbox=sandbox or settings.sandbox,
-                          timeout=settings.eval_timeout_s, memory_mb=settings.memory_mb)
     try:
+        options = eval_options(settings, backend, device=device, sandbox=sandbox)
         summary = run_optimize(problem, provider or settings.provider, model, base_url, config, options, out, resume,
                                quiet=False)
     except (JudgeError, ProviderError, ValueError, OSError) as exc:
@@ -74,8 +74,7 @@ def report_error(message: str, as_json: bool) -> None:
 
 def run_optimize(problem: Path, provider: str, model: str | None, base_url: str | None, config: SearchConfig,
                  options: EvalOptions, out: Path | None, resume: bool, quiet: bool = True) -> dict[str, Any]:
-    if config.backend not in ("triton", "cuda"):
-        raise ValueError(f"--backend {config.backend!r}: use triton or cuda")
+    check_backend(config.backend)
     if provider not in ("offline", "openai", "anthropic"):
         raise ValueError(f"--provider {provider!r}: use offline, openai or anthropic")
     try:

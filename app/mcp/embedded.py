@@ -67,10 +67,11 @@ class EmbeddedBackend:
     async def evaluate(self, reference: Source, candidate: str, device: str | None, gpu_kind: str | None,
                        progress: Progress) -> Evaluation:
         def judge() -> dict[str, Any]:
-            from sandbox import EvalOptions, Judge  # torch comes with it: not before the first evaluation
+            from sandbox import Judge  # torch comes with it: not before the first evaluation
 
-            options = EvalOptions(device=device or self.settings.device, sandbox=self.settings.sandbox,
-                                  timeout=self.settings.eval_timeout_s, memory_mb=self.settings.memory_mb)
+            from ..compose import eval_options
+
+            options = eval_options(self.settings, device=device)
             with self._judge_lock:
                 if self._judge is None:
                     self._judge = Judge(warm=True)
@@ -91,7 +92,9 @@ class EmbeddedBackend:
     # -- jobs ---------------------------------------------------------------
 
     async def submit(self, spec: JobSpec) -> JobStatus:
-        body = JobCreate.model_validate({"device": self.settings.device, **spec.body()})
+        # The server's device is the default, except for backend cpu, which runs on the CPU whatever it says.
+        default = {} if spec.options.get("backend") == "cpu" else {"device": self.settings.device}
+        body = JobCreate.model_validate({**default, **spec.body()})
 
         def create() -> dict[str, Any]:
             with transaction(self.settings.db_url) as s:

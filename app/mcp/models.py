@@ -15,7 +15,9 @@ class Evaluation(BaseModel):
     verdict: Literal["pass", "fail", "error"] = Field(description="pass only when every check passed.")
     reasons: list[str] = Field(description="One line per failed check, `check: why`; empty on pass.")
     correct: bool = Field(description="The numbers are right (even if another check failed).")
-    speedup: float | None = Field(description="Over eager PyTorch; null unless passing and timed on a GPU.")
+    speedup: float | None = Field(description=(
+        "Over eager PyTorch; null unless passing and timed for real: on a GPU, or native C kernels on the CPU "
+        "(then CPU wall time, labelled in timing.label)."))
     checks: dict[str, str] = Field(description="check name -> pass | fail | skipped")
     check_details: dict[str, str] = Field(default_factory=dict, description="check name -> detail")
     timing: dict[str, Any] = Field(default_factory=dict)
@@ -37,7 +39,8 @@ class Evaluation(BaseModel):
             head = f"{self.verdict.upper()}: {len(failed) or len(self.reasons)} check(s) failed{where}."
         lines = [head, *(f"- {r}" for r in self.reasons)]
         if self.speedup is not None:
-            lines.append(f"Speedup over eager PyTorch: {self.speedup:.2f}x.")
+            on = f" (CPU timing: {self.timing.get('label') or 'this CPU'})" if self.device == "cpu" else ""
+            lines.append(f"Speedup over eager PyTorch: {self.speedup:.2f}x{on}.")
         elif self.verdict == "pass":
             lines.append(f"No speedup reported ({self.timing.get('label') or 'not timed on a GPU'}).")
         if self.verdict != "pass":
@@ -122,7 +125,7 @@ class BestKernel(BaseModel):
     round: int | None = None
 
     def summary(self) -> str:
-        speed = f"{self.speedup:.2f}x over eager" if self.speedup else "no speedup measured (no GPU timing)"
+        speed = f"{self.speedup:.2f}x over eager" if self.speedup else "no speedup measured"
         return (f"Best verified kernel of job {self.job_id}: attempt {self.attempt_id} [{self.strategy}], "
                 f"{self.verdict}, {speed}.\n\n```python\n{self.code}\n```")
 

@@ -18,14 +18,16 @@ from pydantic import Field, ValidationError
 from sandbox import JudgeError
 from sandbox import list_problems as suite
 
+from ..backends import Backend, device_for
 from ..errors import KForgeError
-from .backend import Backend, JobSpec, Source, follow, problems_dir
+from .backend import Backend as Service
+from .backend import JobSpec, Source, follow, problems_dir
 from .models import BestKernel, Evaluation, JobStatus, ProblemInfo, ProblemList, StrategyHits
 
 log = logging.getLogger("kforge.mcp")
 
-INSTRUCTIONS = """KForge judges GPU kernels (Triton, CUDA C++) written to replace a PyTorch reference, and
-searches for faster ones. A reference (KernelBench format) defines `Model`, `get_inputs()` and
+INSTRUCTIONS = """KForge judges kernels (Triton and CUDA C++ for GPUs, C/C++ for CPUs: backend cpu) written to
+replace a PyTorch reference, and searches for faster ones. A reference (KernelBench format) defines `Model`, `get_inputs()` and
 `get_init_inputs()`; a candidate defines `ModelNew` with the same constructor and forward signature and
 must launch its own kernel. Work in a loop: write the candidate, call evaluate_kernel, read `reasons`
 (each names the failed check and why), fix exactly that, and evaluate again until the verdict is
@@ -38,7 +40,11 @@ Reference = Annotated[str, Field(description=(
     "or the name of a bundled problem from list_problems, e.g. 'level1/1_relu_scale'."))]
 Device = Annotated[Literal["auto", "cpu", "cuda"] | None, Field(description=(
     "Where to judge: cuda times on the GPU; cpu runs Triton in its interpreter (correctness only, no "
-    "speedup). Default: the server's setting (KFORGE_DEVICE, normally auto)."))]
+    "speedup) and times native C kernels (backend cpu) for real. Default: the server's setting "
+    "(KFORGE_DEVICE, normally auto); backend cpu implies cpu."))]
+KernelBackend = Annotated[Backend, Field(description=(
+    "The kernel language: triton, cuda (CUDA C++) or cpu (C/C++ through kforge_native.load_c, judged and timed "
+    "on the CPU)."))]
 GpuKind = Annotated[str | None, Field(pattern=r"^[a-z0-9_-]{1,32}$", description=(
     "Remote service only: route to the workers of this GPU kind (queue gpu-<kind>), e.g. 'h100'."))]
 WaitS = Annotated[float, Field(ge=0, le=600, description=(
@@ -46,7 +52,7 @@ WaitS = Annotated[float, Field(ge=0, le=600, description=(
 JobId = Annotated[str, Field(min_length=1, max_length=64, description="The id submit_optimization returned.")]
 
 
-def build_server(service: Backend) -> MCPServer:
+def build_server(service: Service) -> MCPServer:
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
         service.start()
@@ -67,6 +73,7 @@ def build_server(service: Backend) -> MCPServer:
             "that computes the same result with its own Triton or CUDA kernel."))],
         device: Device = None,
         gpu_kind: GpuKind = None,
+        backend: KernelBackend | None = None,
     ) -> Annotated[CallToolResult, Evaluation]:
         """Judge a candidate kernel against its reference in KForge's sandbox: correctness on fresh random
         inputs at the default and at perturbed sizes, anti-cheat checks (it must launch its own kernel and
@@ -75,6 +82,7 @@ def build_server(service: Backend) -> MCPServer:
         says which checks failed and why. Takes seconds to a few minutes; progress is reported."""
         with tool_errors():
             source = Source.of(reference)
+            device = device_for(backend, device) if backend else device
             return result(await service.evaluate(source, candidate, device, gpu_kind, ctx.report_progress))
 
     @server.tool(title="Start an optimisation job", annotations=ToolAnnotations(readOnlyHint=False,
@@ -88,7 +96,7 @@ def build_server(service: Backend) -> MCPServer:
             "Who writes kernels: offline = KForge's own starter kernels only; openai / anthropic need the "
             "service's keys."))] = "offline",
         model: Annotated[str | None, Field(max_length=100, description="The provider's model name.")] = None,
-        backend: Annotated[Literal["triton", "cuda"], Field(description="The kernel language.")] = "triton",
+        backend: KernelBackend = "triton",
         device: Device = None,
         gpu_kind: GpuKind = None,
         candidates_per_round: Annotated[int, Field(ge=1, le=16)] = 2,
@@ -130,7 +138,7 @@ def build_server(service: Backend) -> MCPServer:
         query: Annotated[str, Field(min_length=1, max_length=500, description=(
             "What to optimise, in words or op names, e.g. 'softmax over long rows', 'fused matmul + bias'."))],
         k: Annotated[int, Field(ge=1, le=50)] = 5,
-        backend: Annotated[Literal["triton", "cuda"] | None, Field(description="Only strategies for it.")] = None,
+        backend: Annotated[Backend | None, Field(description="Only strategies for it.")] = None,
         op_family: Annotated[str | None, Field(description=(
             "Only strategies for this op family: elementwise, softmax, norm, reduction, matmul, conv, attention, "
             "pool."))] = None,

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload, selectinload
 
+from ..backends import device_for
 from ..db.base import utcnow
 from ..db.models import Candidate, Job, User
 from ..errors import BadRequest, Conflict, NotFound
@@ -47,6 +48,7 @@ def create_job(session: Session, owner: User, spec: JobCreate) -> Job:
     check_reference(reference, f"{name}.py")
     config = spec.model_dump(include={"max_rounds", "candidates_per_round", "max_repairs", "max_cost_usd",
                                       "max_tokens", "max_wall_s", "target_speedup", "device"})
+    config["device"] = device_for(spec.backend, spec.device)
     job = Job(owner_id=owner.id, kind="optimize", problem_name=spec.name or name, reference=reference,
               backend=spec.backend, gpu_kind=spec.gpu_kind, queue=queue_for(spec.gpu_kind), provider=spec.provider,
               model=spec.model, base_url=spec.base_url, config=config)

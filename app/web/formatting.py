@@ -49,3 +49,13 @@ def pct(value: float | None) -> str:
 def stamp(value: str | None) -> str:
     """An ISO timestamp to the minute: `2025-05-01 12:34`."""
     return value[:16].replace("T", " ") if value else "—"
+
+
+def sizes(scaled: dict[str, Any] | None) -> str:
+    """A batch problem's scaled sizes (report.json's `scaled`): `batch_size 4096→512, dim 393216→57344 (0.23 of
+    0.25 GB)`; `default` when it ran at its own sizes."""
+    if not scaled:
+        return "default"
+    changed = ", ".join(f"{k.replace('_kforge_dim', 'literal #')} {scaled['defaults'].get(k)}→{v}"
+                        for k, v in (scaled.get("sizes") or {}).items() if v != scaled["defaults"].get(k))
+    return f"{changed} ({scaled.get('bytes', 0) / 1e9:.2f} of {scaled.get('budget_gb', 0):g} GB)"

@@ -17,12 +17,12 @@ from urllib.parse import urlencode
 from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy.orm import Session, joinedload
 
+from ..backends import BACKENDS
 from ..db.models import JOB_STATUSES, Job, User
 from ..services.jobs import candidate_counts
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
-BACKENDS = ("triton", "cuda")
 
 
 @dataclass

@@ -31,7 +31,8 @@ def _env() -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.globals["static_url"] = static_url
     env.filters.update(when=fmt.when, num=fmt.num, speedup=fmt.speedup, spread=fmt.spread, ms=fmt.ms,
-                       usd=fmt.usd, short=fmt.short, pct=fmt.pct, stamp=fmt.stamp)
+                       usd=fmt.usd, short=fmt.short, pct=fmt.pct, stamp=fmt.stamp,
+                       sizes=fmt.sizes)
     return env
 
 

@@ -44,8 +44,22 @@ def job_view(job: Job) -> dict[str, Any]:
     verdicts = {v: sum(1 for c in candidates if c["verdict"] == v) for v in ("pass", "fail", "error")}
     return {"job": detail, "candidates": candidates, "evaluation": evaluation_rows(detail), "usage": usage,
             "best": best, "verdicts": verdicts,
-            "chart": best_speedup_chart(detail["rounds"]), "live": detail["status"] in LIVE_STATUSES,
+            "chart": best_speedup_chart(detail["rounds"]), "timing_caption": timing_caption(candidates),
+            "live": detail["status"] in LIVE_STATUSES,
             "version": live_version(job, len(candidates))}
+
+
+def timing_caption(candidates: list[dict[str, Any]]) -> str | None:
+    """What the speedups shown were measured on, from the judge's own label:
+    CPU numbers say so (CPU model, threads) and are never presented as GPU speed."""
+    timed = next((c["timing"] for c in candidates if c.get("speedup") is not None and c.get("timing")), None)
+    if not timed:
+        return None
+    label = str(timed.get("label") or "")
+    if timed.get("device") == "cpu":
+        return (f"CPU timing{': ' + label if label else ''} — wall time of native kernels against eager PyTorch "
+                "(and torch.compile) on the same threads; not GPU speed.")
+    return f"GPU timing{': ' + label if label else ''}."
 
 
 def evaluation_rows(detail: dict[str, Any]) -> list[dict[str, str]] | None:

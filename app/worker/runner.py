@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import or_, select, update
 
 from agents.search import SearchConfig, Trajectory
-from sandbox import EvalOptions, Judge
+from sandbox import Judge
 
 from ..db.base import utcnow
 from ..db.models import Candidate, Job
@@ -144,11 +144,10 @@ def _run(spec: dict[str, Any], job_id: str, lease: str, settings: Settings,
          beat: Heartbeat) -> tuple[str, dict[str, Any]]:
     from agents.search import Search
 
-    from ..cli.wiring import build_provider, offline_engine
+    from ..compose import build_provider, eval_options, offline_engine
 
     config = spec["config"] or {}
-    options = EvalOptions(device=config.get("device", settings.device), sandbox=settings.sandbox,
-                          timeout=settings.eval_timeout_s, memory_mb=settings.memory_mb)
+    options = eval_options(settings, spec["backend"] or "triton", device=config.get("device"))
     from sandbox.judge import resolve_device
 
     evaluator = LockedEvaluator(judge(), settings.gpu_lock_dir, device_key(),

@@ -84,7 +84,7 @@ def build(module: Any, cls_name: str, trial: dict[str, Any], device: str) -> tor
 def run_reference(job: dict[str, Any], emit: Emit) -> None:
     device = job["device"]
     if device == "cpu":
-        timing.grant_threads()
+        timing.grant_threads(job.get("threads"))
     module = load_module(job["source"], job["filename"], "kforge_reference")
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
@@ -223,7 +223,7 @@ def run_build(job: dict[str, Any], emit: Emit) -> None:
 def run_candidate(job: dict[str, Any], emit: Emit) -> None:
     device, filename = job["device"], job["filename"]
     if device == "cpu":
-        timing.grant_threads()
+        timing.grant_threads(job.get("threads"))
     # Only libraries the judge built may load; the candidate never compiles.
     native.prebuilt = dict(job.get("native_prebuilt") or {})
     launches = guards.LaunchCounter()

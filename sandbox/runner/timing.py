@@ -86,11 +86,11 @@ def granted_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def grant_threads() -> int:
-    """Every CPU the sandbox grants, to torch and to OpenMP alike: set in a
-    child before the candidate (or reference) loads, so the candidate and the
-    baselines run with the same thread count."""
-    n = granted_cpus()
+def grant_threads(wanted: int | None = None) -> int:
+    """Every CPU the sandbox grants (or ``wanted`` of them, if fewer), to torch
+    and to OpenMP alike: set in a child before the candidate (or reference)
+    loads, so the candidate and the baselines run with the same thread count."""
+    n = granted_cpus() if not wanted else max(1, min(int(wanted), granted_cpus()))
     os.environ["OMP_NUM_THREADS"] = str(n)
     torch.set_num_threads(n)
     # Start torch's pool now (an op large enough to run in parallel): a pool

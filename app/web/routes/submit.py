@@ -11,6 +11,7 @@ from fastapi.responses import RedirectResponse
 from pydantic import ValidationError
 
 from ...api.metrics import JOBS_SUBMITTED
+from ...backends import BACKENDS
 from ...errors import BadRequest
 from ...schemas import JobCreate
 from ...services import jobs as svc
@@ -53,9 +54,8 @@ def spec_from(form: dict[str, str]) -> dict[str, Any]:
 
 
 def submit_page(request: Request, user: Any, form: dict[str, str], errors: list[str], status_code: int = 200) -> Response:
-    return render(request, "submit.html", {"form": {**DEFAULTS, **form}, "errors": errors,
-                                           "problems": bundled_problems()}, user=user, status_code=status_code,
-                  active="submit")
+    page = {"form": {**DEFAULTS, **form}, "errors": errors, "problems": bundled_problems(), "backends": BACKENDS}
+    return render(request, "submit.html", page, user=user, status_code=status_code, active="submit")
 
 
 @router.get("/submit")

@@ -1,0 +1,237 @@
+"""`--fit-memory GB`: scale a problem's sizes down until one call's inputs and
+outputs fit in GB, and the clear message when a problem cannot fit without it.
+
+The sizes are the ones the judge perturbs (sandbox/problem.py): module-level
+size constants, or -- for a reference that writes literal sizes in get_inputs --
+those literals, named. All are scaled by one factor, each rounded down to a
+multiple of the largest power of two that divides it (so sizes that divided one
+another mostly still do), never below 8. A first factor comes from the input
+shapes read off the syntax tree (no code runs); the bytes are then *measured*
+by the judge's sandboxed analysis (`Judge.analyze`: the reference runs in a
+sandboxed runner, never in this process), and the factor shrinks until the
+measurement fits. GB is 10^9 bytes.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sandbox import EvalOptions, ProblemError, load_problem
+from sandbox.problem import Problem, input_shapes
+
+from .suite import SuiteProblem
+
+GB = 1e9
+FLOOR = 8
+_ITEMSIZE = {"float64": 8, "double": 8, "int64": 8, "long": 8, "complex64": 8, "complex128": 16, "float32": 4,
+             "float": 4, "int32": 4, "int": 4, "float16": 2, "half": 2, "bfloat16": 2, "int16": 2, "int8": 1,
+             "uint8": 1, "bool": 1}
+Analyze = Callable[[str, str], dict[str, Any]]  # (source, filename) -> Judge.analyze's result
+
+
+class FitError(Exception):
+    """The problem cannot be brought under the budget; the message says why."""
+
+
+@dataclass
+class Fit:
+    budget_gb: float
+    bytes: int                  # inputs + outputs of one call at `sizes`, measured in the sandbox
+    defaults: dict[str, int]    # the problem's own sizes
+    sizes: dict[str, int]       # the sizes used (== defaults when nothing was scaled)
+    factor: float
+    source: str                 # the reference as run: the sizes written in
+
+    @property
+    def scaled(self) -> bool:
+        return self.sizes != self.defaults
+
+    def record(self) -> dict[str, Any] | None:
+        """What reports carry: None when the problem ran at its own sizes."""
+        if not self.scaled:
+            return None
+        return {k: v for k, v in asdict(self).items() if k != "source"}
+
+
+def size_names(problem: Problem) -> dict[str, int]:
+    return problem.size_constants() or dict(problem.literal_dims)
+
+
+def scale(value: int, factor: float) -> int:
+    if factor >= 1 or value <= FLOOR:
+        return value
+    target = value * factor
+    step = value & -value  # the largest power of two dividing value
+    while step > 1 and step > target / 4:
+        step //= 2
+    return max(min(value, FLOOR), int(target / step + 1e-6) * step)
+
+
+def scaled_sizes(defaults: dict[str, int], factor: float) -> dict[str, int]:
+    return {k: scale(v, factor) for k, v in defaults.items()}
+
+
+def input_bytes(problem: Problem, sizes: dict[str, int]) -> int | None:
+    """One call's input bytes read off get_inputs (float32 assumed), or None
+    when a shape is not a plain expression of constants."""
+    tree = ast.parse(problem.run_source)
+    shapes = input_shapes(tree, {**problem.constants, **problem.literal_dims, **sizes})
+    if not shapes or any(s is None for s in shapes):
+        return None
+    return sum(4 * math.prod(s) for s in shapes if s is not None)
+
+
+def measured_bytes(analysis: dict[str, Any]) -> int:
+    total = 0
+
+    def walk(meta: Any) -> None:
+        nonlocal total
+        if isinstance(meta, list):
+            for m in meta:
+                walk(m)
+        elif isinstance(meta, dict) and "shape" in meta:
+            total += math.prod(meta["shape"]) * _ITEMSIZE.get(str(meta.get("dtype")), 4)
+
+    walk(analysis.get("inputs"))
+    walk(analysis.get("outputs"))
+    return total
+
+
+def with_sizes(problem: Problem, sizes: dict[str, int]) -> str:
+    """The reference with ``sizes`` written in: a module constant's value is
+    replaced on its own line; a named literal goes back where it was."""
+    if problem.literal_dims:
+        return re.sub(r"\b_kforge_dim\d+\b", lambda m: str(sizes.get(m.group(0), problem.literal_dims[m.group(0)])),
+                      problem.run_source)
+    lines = problem.source.splitlines(keepends=True)
+    tail = []
+    for node in reversed(ast.parse(problem.source).body):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name = node.targets[0].id
+        if name not in sizes or sizes[name] == problem.constants.get(name):
+            continue
+        v = node.value
+        if v.lineno != v.end_lineno:  # a value over several lines: overridden at the end instead
+            tail.append(f"{name} = {sizes[name]}\n")
+            continue
+        raw = lines[v.lineno - 1].encode("utf-8")  # ast offsets count UTF-8 bytes
+        lines[v.lineno - 1] = (raw[:v.col_offset] + str(sizes[name]).encode() + raw[v.end_col_offset:]).decode()
+    text = "".join(lines)
+    return text + ("" if text.endswith("\n") else "\n") + "".join(tail) if tail else text
+
+
+def first_factor(problem: Problem, defaults: dict[str, int], budget: float) -> float:
+    """The largest factor whose inputs (read off the tree) take half the budget
+    (outputs are usually no larger); 1 when that cannot be read."""
+    if input_bytes(problem, defaults) is None or (input_bytes(problem, defaults) or 0) <= budget / 2:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if (input_bytes(problem, scaled_sizes(defaults, mid)) or 0) <= budget / 2:
+            lo = mid
+        else:
+            hi = mid
+    return max(lo, 1e-6)
+
+
+def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8) -> Fit:
+    """Sizes for ``path`` whose one call fits in ``budget_gb``, measured in the sandbox."""
+    problem = load_problem(path)
+    budget = budget_gb * GB
+    defaults = size_names(problem)
+    factor = first_factor(problem, defaults, budget) if defaults else 1.0
+    last = ""
+    for _ in range(attempts):
+        sizes = scaled_sizes(defaults, factor)
+        source = with_sizes(problem, sizes)
+        try:
+            used = measured_bytes(analyze(source, f"{problem.name}.py"))
+        except ProblemError as exc:  # e.g. the sandbox's memory limit: try smaller
+            last, used = str(exc), None
+        if used is not None and used <= budget:
+            return Fit(budget_gb, used, defaults, sizes, factor, source)
+        if not defaults or sizes == scaled_sizes(defaults, factor / 4):
+            break  # nothing left to shrink
+        shrink = (budget / used) ** 0.5 * 0.9 if used else 0.25
+        factor *= min(max(shrink, 0.05), 0.9)
+    why = f"{used / GB:.2f} GB at the smallest sizes tried" if used else (last or "no measurement")
+    raise FitError(f"{problem.name}: cannot fit one call in {budget_gb:g} GB by scaling "
+                   f"{', '.join(defaults) or 'its sizes (none found)'}: {why}")
+
+
+def too_big_message(path: str, memory_mb: int) -> str | None:
+    """Without --fit-memory: a message naming the flag when one call's inputs,
+    read off get_inputs, exceed the sandbox's memory limit; None otherwise."""
+    try:
+        problem = load_problem(path)
+    except ProblemError:
+        return None
+    need = input_bytes(problem, size_names(problem))
+    if need is None or need <= memory_mb * 2**20:
+        return None
+    return (f"{problem.name} does not fit: rerun with --fit-memory GB (e.g. --fit-memory 1) to scale its sizes "
+            f"down; one call's inputs take {need / GB:.1f} GB at its default sizes, more than the sandbox's memory "
+            f"limit ({memory_mb} MB, KFORGE_MEMORY_MB)")
+
+
+MEMORY_HINT = ("; if the problem's sizes do not fit this machine, rerun with --fit-memory GB "
+               "(e.g. --fit-memory 1) to scale them down")
+
+
+def with_memory_hint(message: str) -> str:
+    """An allocator error ("can't allocate memory", MemoryError, killed for memory) gets the flag named."""
+    if "--fit-memory" in message:
+        return message
+    lowered = message.lower()
+    if any(k in lowered for k in ("allocate memory", "memoryerror", "out of memory", "memory limit", "(memory)")):
+        return message + MEMORY_HINT
+    return message
+
+
+def fit_suite(out: Path, problems: list[SuiteProblem], budget_gb: float | None, options: EvalOptions,
+              ) -> dict[str, dict[str, Any] | str]:
+    """Per problem id: what its tasks run instead of the file as is ({"path", "scaled"}),
+    or the message of an error record. Fits are kept in problems/<id>/fit.json
+    (with the scaled reference.py next to it), so a resumed run reuses them."""
+    if budget_gb is None:
+        found = {p.id: too_big_message(p.path, options.memory_mb) for p in problems}
+        return {k: v for k, v in found.items() if v}
+    from sandbox import Judge
+
+    result: dict[str, dict[str, Any] | str] = {}
+    with Judge(warm=True) as judge:
+        for p in problems:
+            folder = out / "problems" / p.id
+            try:
+                fit = _cached(folder, budget_gb) or _store(folder, fit_problem(
+                    p.path, budget_gb, lambda src, name: judge.analyze(src, name, options)))
+            except (FitError, ProblemError) as exc:
+                result[p.id] = str(exc)
+                continue
+            result[p.id] = {"path": str(folder / "reference.py"), "scaled": fit.record()}
+    return result
+
+
+def _cached(folder: Path, budget_gb: float) -> Fit | None:
+    try:
+        data = json.loads((folder / "fit.json").read_text())
+        source = (folder / "reference.py").read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    return Fit(**data, source=source) if data.get("budget_gb") == budget_gb else None
+
+
+def _store(folder: Path, fit: Fit) -> Fit:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "reference.py").write_text(fit.source, encoding="utf-8")
+    (folder / "fit.json").write_text(json.dumps({k: v for k, v in asdict(fit).items() if k != "source"}, indent=1))
+    return fit

@@ -1,0 +1,76 @@
+"""The composition root: Settings -> judge options, provider, offline engine,
+and the search wiring them with the knowledge base. Every entry point (cli,
+worker, batch, mcp) builds these here, never by hand.
+
+Imports of the judge stay inside the functions: `import sandbox` brings torch,
+which the MCP server must not load before its first evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.providers import Provider, make_provider
+
+from .backends import device_for
+from .settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from agents.search import Search, SearchConfig
+    from sandbox import EvalOptions
+
+
+def eval_options(settings: Settings | None = None, backend: str = "triton", *, device: str | None = None,
+                 sandbox: str | None = None, timeout: float | None = None, memory_mb: int | None = None,
+                 **overrides: Any) -> EvalOptions:
+    """The judge's options: what is given, else Settings. ``backend`` cpu
+    implies the CPU device (a BackendError when cuda is asked for with it);
+    KFORGE_CPU_THREADS is the thread count of CPU timing (candidate and baselines)."""
+    from sandbox import EvalOptions
+
+    settings = settings or get_settings()
+    values: dict[str, Any] = {
+        "device": device_for(backend, device) or settings.device, "sandbox": sandbox or settings.sandbox,
+        "timeout": settings.eval_timeout_s if timeout is None else timeout,
+        "memory_mb": settings.memory_mb if memory_mb is None else memory_mb, **overrides}
+    if settings.cpu_threads is not None:
+        values.setdefault("threads", settings.cpu_threads)
+    return EvalOptions(**values)
+
+
+def build_provider(name: str, model: str | None, base_url: str | None) -> Provider | None:
+    if name == "offline":
+        return None
+    settings = get_settings()
+    key = settings.openai_api_key if name == "openai" else settings.anthropic_api_key
+    prices = json.loads(settings.prices_json) if settings.prices_json else None
+    return make_provider(name, model=model or settings.model, base_url=base_url or settings.base_url,
+                         api_key=key.get_secret_value() if key else None, prices=prices)
+
+
+def offline_engine() -> Any:
+    try:
+        from agents.offline import OfflineEngine
+    except ImportError:  # the engine is optional for LLM runs
+        return None
+    return OfflineEngine()
+
+
+@contextmanager
+def build_search(provider: str, model: str | None, base_url: str | None, config: SearchConfig,
+                 options: EvalOptions, on_event: Callable[[dict[str, Any]], None] | None = None,
+                 trajectory_path: Path | None = None) -> Iterator[Search]:
+    from agents.search import Search
+    from sandbox import Judge
+
+    from .kb import knowledge_base
+
+    kb = knowledge_base()
+    with Judge(warm=True) as judge:
+        yield Search(judge, options, provider=build_provider(provider, model, base_url), config=config,
+                     offline=offline_engine(), on_event=on_event, trajectory_path=trajectory_path,
+                     strategies=kb, archive=kb)

@@ -1,0 +1,113 @@
+"""`--fit-memory GB`: sizes scaled proportionally until one call fits, measured by
+the judge's sandboxed analysis (the real judge, on the CPU); without the flag, a
+problem too large for the sandbox gets a message naming the flag."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from app.batch import fit as F
+from app.batch.fit import FitError, fit_problem, fit_suite, scale, size_names, with_sizes
+from app.batch.suite import discover
+from sandbox import EvalOptions, Judge, load_problem
+from tests.conftest import ROOT, run_kforge
+
+BIG = ROOT / "tests" / "fixtures" / "big_suite"
+RELU = BIG / "level1" / "19_relu_big.py"         # module constants 4096 x 393216 (KernelBench's 19_ReLU)
+LITERAL = BIG / "level1" / "20_scale_literal.py"  # literal sizes 4096 x 262144, two inputs
+BUDGET_GB = 0.02
+CPU = EvalOptions(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def judge():
+    with Judge(warm=True) as j:
+        yield j
+
+
+def analyze(judge):
+    return lambda source, name: judge.analyze(source, name, CPU)
+
+
+def test_scale_is_proportional_keeps_powers_of_two_and_a_floor():
+    assert scale(393216, 0.25) == 98304 and scale(4096, 0.25) == 1024
+    assert scale(393216, 0.2) % 4096 == 0  # rounded down to a multiple of a large power of two
+    assert scale(16, 0.01) == 8 and scale(5, 0.01) == 5 and scale(100, 1.0) == 100
+
+
+def test_sizes_are_written_into_the_source_on_their_own_lines():
+    problem = load_problem(RELU)
+    source = with_sizes(problem, {"batch_size": 128, "dim": 4096})
+    assert len(source.splitlines()) == len(problem.source.splitlines())
+    assert load_problem("x.py", source).constants == {"batch_size": 128, "dim": 4096}
+    literal = load_problem(LITERAL)
+    names = size_names(literal)
+    assert sorted(names.values()) == [4096, 4096, 262144, 262144]
+    text = with_sizes(literal, {k: v // 64 for k, v in names.items()})
+    assert "torch.randn(64, 4096), torch.randn(64, 4096)" in text and "_kforge_dim" not in text
+    ast.parse(text)
+
+
+def test_fit_measures_in_the_sandbox_and_scales_every_size(judge):
+    for path in (RELU, LITERAL):
+        fit = fit_problem(str(path), BUDGET_GB, analyze(judge))
+        assert fit.scaled and 0 < fit.bytes <= BUDGET_GB * 1e9
+        # proportional: every size shrank by about the same factor (rounding down to powers of two aside)
+        ratios = [fit.sizes[k] / fit.defaults[k] for k in fit.defaults]
+        assert max(ratios) / min(ratios) < 2.0, fit.sizes
+        assert all(v % 32 == 0 for v in fit.sizes.values()), fit.sizes
+        problem = load_problem(path.name, fit.source)
+        measured_inputs = F.input_bytes(problem, size_names(problem))
+        assert measured_inputs is not None and measured_inputs <= fit.bytes  # the outputs are measured too
+        record = fit.record()
+        assert record is not None and record["defaults"] == size_names(load_problem(path)) and "source" not in record
+
+
+def test_a_problem_that_fits_is_not_scaled(judge):
+    fit = fit_problem(str(ROOT / "problems" / "level1" / "1_relu_scale.py"), 1.0, analyze(judge))
+    assert not fit.scaled and fit.record() is None and fit.sizes == fit.defaults
+
+
+def test_an_impossible_budget_is_a_clear_error(judge):
+    with pytest.raises(FitError, match="cannot fit one call in 1e-07 GB"):
+        fit_problem(str(RELU), 1e-7, analyze(judge))
+
+
+def test_fit_suite_keeps_fits_for_a_resumed_run(tmp_path):
+    problems = [p for p in discover(BIG) if p.id == "level1/19_relu_big"]
+    first = fit_suite(tmp_path, problems, BUDGET_GB, CPU)
+    entry = first["level1/19_relu_big"]
+    assert isinstance(entry, dict) and entry["scaled"]["sizes"]["dim"] < 393216
+    reference = Path(entry["path"])
+    assert reference.read_text() and reference.parent == tmp_path / "problems" / "level1" / "19_relu_big"
+    stamp = (reference.parent / "fit.json").stat().st_mtime_ns
+    again = fit_suite(tmp_path, problems, BUDGET_GB, CPU)
+    assert again == first and (reference.parent / "fit.json").stat().st_mtime_ns == stamp
+
+
+def test_without_the_flag_a_problem_too_large_names_the_flag(tmp_path):
+    message = F.too_big_message(str(RELU), 4096)
+    assert message and "6.4 GB" in message and "--fit-memory GB" in message
+    assert F.too_big_message(str(ROOT / "problems" / "level1" / "1_relu_scale.py"), 4096) is None
+    assert F.with_memory_hint("RuntimeError: can't allocate memory: you tried to allocate 6442450944 bytes") \
+        .endswith("--fit-memory GB (e.g. --fit-memory 1) to scale them down")
+    assert F.with_memory_hint("SyntaxError at line 3") == "SyntaxError at line 3"
+    # The whole command: no task starts, every record says what to do, nothing mentions the allocator.
+    out = tmp_path / "run"
+    done = run_kforge("batch", "run", str(BIG), "--provider", "offline", "--device", "cpu", "--max-rounds", "0",
+                      "--out", str(out), "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((out / "report.json").read_text())
+    errors = {r["problem"]: r["error"] for r in report["problems"]}
+    assert set(errors) == {"level1/19_relu_big", "level1/20_scale_literal"}
+    assert all("--fit-memory GB" in e and "allocate" not in e for e in errors.values()), errors
+    assert "--fit-memory GB" in (out / "report.md").read_text()
+
+
+def test_fit_memory_is_validated():
+    done = run_kforge("batch", "run", str(BIG), "--fit-memory", "0", "--json")
+    assert done.returncode == 2 and "--fit-memory takes a positive number" in json.loads(done.stdout)["error"]

@@ -1,0 +1,126 @@
+"""The dashboard in Debian's Chromium (Playwright) for the cpu backend, served
+by uvicorn in this process on a migrated SQLite file: a job whose candidates
+were timed on the CPU draws its speedup chart with a caption naming the CPU;
+the jobs list filters by backend cpu; a batch run timed on the CPU draws fast_p
+past 0, says what it was timed on and shows the sizes of a problem scaled by
+--fit-memory; the knowledge base's archive shows CPU speedups with their
+hardware key."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from sqlalchemy.orm import Session
+
+from app.api.main import create_app
+from app.batch.report import write_reports
+from app.cli.service_cmd import upgrade_database
+from app.db.models import Candidate, Job
+from app.db.session import engine_for
+from app.kb.sql_store import SqlStore
+from app.services.tokens import create_token
+from app.settings import Settings, get_settings
+from app.web.batch import batch_dir
+from knowledge_base.model import ArchiveEntry
+from tests.batch.test_cpu_reports import cpu_run
+from tests.service.conftest import free_port
+from tests.web.test_pages import shot, sign_in
+
+CPU_LABEL = "cpu wall time: AMD EPYC 7B13, 2 threads (OpenMP), caches flushed"
+CHECKS = {"compile": "pass", "correctness": "pass"}
+
+
+def timing(speedup: float) -> dict[str, Any]:
+    """The judge's timing of a native candidate on the CPU."""
+    return {"device": "cpu", "label": CPU_LABEL,
+            "candidate": {"median_ms": 5.3, "q1_ms": 5.2, "q3_ms": 5.4, "reps": 30},
+            "baseline_eager": {"median_ms": 5.3 * speedup, "q1_ms": 5.2 * speedup, "q3_ms": 5.4 * speedup, "reps": 30},
+            "speedup_vs_eager": {"value": speedup, "low": speedup * .95, "high": speedup * 1.05},
+            "speedup_vs_compile": {"value": speedup / 3, "low": speedup / 3.2, "high": speedup / 2.8}}
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    url = f"sqlite:///{tmp_path / 'kforge.db'}"
+    upgrade_database(url)
+    with Session(engine_for(url)) as s, s.begin():
+        alice, token = create_token(s, "alice")
+        job = Job(owner_id=alice.id, problem_name="gelu_sigmoid_fusion", reference="class Model: pass\n",
+                  backend="cpu", status="succeeded", queue="cpu", config={"max_rounds": 1, "device": "cpu"},
+                  best_attempt_id="r1-c0", best_speedup=10.3)
+        s.add(job)
+        s.add(Job(owner_id=alice.id, problem_name="a_triton_job", reference="class Model: pass\n", status="succeeded",
+                  queue="cpu", config={}))
+        s.flush()
+        s.add_all([Candidate(job_id=job.id, attempt_id="r0-c0", round=0, source="offline", verdict="pass",
+                             checks=CHECKS, speedup=3.6, timing=timing(3.6), code="SRC = '...'\n"),
+                   Candidate(job_id=job.id, attempt_id="r1-c0", round=1, source="offline", verdict="pass",
+                             checks=CHECKS, speedup=10.3, timing=timing(10.3), code="SRC = '...'\n")])
+        job_id = job.id
+    SqlStore(url).archive_put(ArchiveEntry(signature="sig-gelu", problem="gelu_sigmoid_fusion", code="x", speedup=10.3,
+                                           arch="cpu", backend="cpu", job_id=job_id, attempt_id="r1-c0"))
+    runs = tmp_path / "runs"
+    write_reports(runs / "kernelbench-cpu", cpu_run(), {"suite": "/x/KernelBench", "provider": "offline",
+                                                        "device": "cpu", "sandbox": "process",
+                                                        "config": {"backend": "cpu"}, "fit_memory_gb": 1.0})
+    app = create_app()
+    app.dependency_overrides[get_settings] = lambda: Settings(database_url=url, data_dir=tmp_path)
+    app.dependency_overrides[batch_dir] = lambda: runs
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started
+    yield {"url": f"http://127.0.0.1:{port}", "token": token, "job": job_id}
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_cpu_numbers_are_shown_and_labelled_as_cpu(browser, site):
+    url = site["url"]
+    context, page = sign_in(browser, url, site["token"])
+    try:
+        page.goto(f"{url}/jobs?backend=cpu")
+        listed = page.inner_text("main")
+        assert "gelu_sigmoid_fusion" in listed and "a_triton_job" not in listed
+        assert page.eval_on_selector("select[name=backend]", "e => [...e.options].map(o => o.value)")[-1] == "cpu"
+
+        page.goto(f"{url}/jobs/{site['job']}")
+        assert page.is_visible("svg.chart") and not page.is_visible("#no-gpu")
+        assert "10.30×" in page.inner_text("#best-speedup") and page.inner_text("#best-timing") == "CPU"
+        caption = page.inner_text("#timing-caption")
+        assert "CPU timing" in caption and "AMD EPYC 7B13, 2 threads" in caption and "not GPU speed" in caption
+        assert "no GPU timing" not in page.inner_text("main")
+        shot(page, "job_cpu.png")
+
+        page.goto(f"{url}/batch/kernelbench-cpu")
+        main = page.inner_text("main")
+        assert page.locator("svg.chart polyline").count() == 2  # fast_p vs eager and vs compile, past p = 0
+        assert "CPU wall time of native kernels on AMD EPYC 7B13, 2 threads" in page.inner_text("#timing-kind")
+        assert "1 GB per call; 1 scaled" in page.inner_text("#fit-memory")
+        row = page.inner_text("tr[data-problem='level1/19_relu']")
+        assert "batch_size 4096→768, dim 393216→65536" in row and "1.20×" in row
+        assert "default" in page.inner_text("tr[data-problem='level1/1_a']")
+        assert "no GPU timing" not in main and "66.7%" in main  # fast_1 vs eager: 2 of 3
+        shot(page, "batch_run_cpu.png")
+
+        page.goto(f"{url}/batch")
+        assert "(CPU timed)" in page.inner_text("tr[data-run='kernelbench-cpu']")
+        assert page.locator("svg.chart polyline").count() == 1
+
+        page.goto(f"{url}/kb/archive")
+        row = page.inner_text("tr[data-archive='gelu_sigmoid_fusion|cpu|cpu']")
+        assert "10.30×" in row and "CPU" in row
+        page.goto(f"{url}/kb?backend=cpu")
+        assert page.eval_on_selector("select[name=backend]", "e => e.value") == "cpu"
+    finally:
+        context.close()
