@@ -70,13 +70,13 @@ def run_command(
     """Search every problem of a suite (x --samples), in parallel and resumable; write the reports."""
     settings = get_settings()
     provider = provider or settings.provider
-    config = SearchConfig(max_rounds=max_rounds, candidates_per_round=candidates_per_round, max_repairs=max_repairs,
-                          max_cost_usd=max_cost, max_tokens=max_tokens, max_wall_s=max_wall,
-                          target_speedup=target_speedup, backend=backend, offline_starters=offline_starters)
     try:
         options = eval_options(settings, backend, device=device, sandbox=sandbox)
     except BackendError as exc:
         fail(str(exc), as_json)
+    config = SearchConfig(max_rounds=max_rounds, candidates_per_round=candidates_per_round, max_repairs=max_repairs,
+                          max_cost_usd=max_cost, max_tokens=max_tokens, max_wall_s=max_wall,
+                          target_speedup=target_speedup, backend=backend, offline_starters=offline_starters)
     if fit_memory is not None and fit_memory <= 0:
         fail("--fit-memory takes a positive number of GB (e.g. --fit-memory 1)", as_json)
     out = out or Path("batch-runs") / re.sub(r"[^A-Za-z0-9._-]+", "-", f"{suite_root(suite).resolve().name}-{provider}"

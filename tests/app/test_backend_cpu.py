@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from app.api.deps import settings as api_settings
 from app.api.main import create_app
 from app.backends import BACKENDS, BackendError, device_for
 from app.cli.service_cmd import upgrade_database
@@ -66,7 +67,9 @@ def api(tmp_path: Path):
     with Session(engine_for(url)) as s, s.begin():
         _, token = create_token(s, "alice")
     app = create_app()
-    app.dependency_overrides[get_settings] = lambda: Settings(database_url=url, data_dir=tmp_path)
+    settings = Settings(database_url=url, data_dir=tmp_path)
+    app.dependency_overrides[get_settings] = lambda: settings  # the dashboard's routes
+    app.dependency_overrides[api_settings] = lambda: settings  # the API's (async) routes
     with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as client:
         yield client, url
 
