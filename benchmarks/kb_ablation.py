@@ -2,11 +2,13 @@
 offline engine needs before its best (here: first verified) kernel?
 
     .venv/bin/python benchmarks/kb_ablation.py [--problems 10]
+    .venv/bin/python benchmarks/kb_ablation.py --backend cpu --names 10_softmax,2_gelu
 
 For each bundled problem: a search with an empty knowledge base, then the
 same search with the knowledge base the first one left behind (its lessons and
-archived winner). Without a GPU "best" means the first verified kernel (no
-speedups to rank by). Prints a Markdown table.
+archived winner). With backend triton and no GPU "best" means the first verified
+kernel (no speedups to rank by); with backend cpu the kernels are timed on the CPU
+and "best" is the fastest verified one. Prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -40,10 +42,14 @@ def to_best(traj) -> tuple[int | None, float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--problems", type=int, default=10)
+    ap.add_argument("--names", help="comma-separated problem names instead of the first --problems")
+    ap.add_argument("--backend", default="triton", help="triton (untimed without a GPU) | cpu (timed C kernels)")
     args = ap.parse_args()
-    problems = [p for p in list_problems(ROOT / "problems") if "error" not in p][: args.problems]
-    options = EvalOptions(device="cpu", time_reps=3)
-    config = SearchConfig(max_rounds=0, offline_starters=4)
+    problems = [p for p in list_problems(ROOT / "problems") if "error" not in p]
+    problems = [p for p in problems if p["name"] in args.names.split(",")] if args.names else problems[: args.problems]
+    native = args.backend == "cpu"
+    options = EvalOptions(device="cpu", time_reps=None if native else 3)
+    config = SearchConfig(max_rounds=0, offline_starters=4, backend=args.backend)
     rows = []
     with Judge(warm=True) as judge, tempfile.TemporaryDirectory() as tmp:
         kb = KnowledgeBase.open(Path(tmp) / "kb.sqlite")
@@ -51,13 +57,13 @@ def main() -> None:
             source = Path(p["path"]).read_text()
             result = []
             for use_kb in (False, True):
-                search = Search(judge, options, config=config, offline=OfflineEngine(),
+                search = Search(judge, options, config=config, offline=OfflineEngine(args.backend),
                                 strategies=kb if use_kb else None, archive=kb if use_kb else None)
                 t0 = time.perf_counter()
                 traj = search.run(source, Path(p["path"]).name)
                 result.append((*to_best(traj), time.perf_counter() - t0))
                 if not use_kb:
-                    kb.learn_from(traj.to_dict(), search.analysis, "cpu", "triton", f"ablation:{p['name']}")
+                    kb.learn_from(traj.to_dict(), search.analysis, "cpu", args.backend, f"ablation:{p['name']}")
             rows.append((p["name"], result))
     print("| problem | without KB: candidates to best | with KB: candidates to best | without KB: judge s | with KB: judge s |")
     print("| --- | --- | --- | --- | --- |")

@@ -13,10 +13,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import statistics
 import tempfile
 from typing import Any
 
 NAMES = ("baseline_eager", "baseline_compile")
+# A baseline whose interquartile range exceeds this share of its median was disturbed
+# (load on shared cores): it is used for this evaluation but not kept for later ones.
+MAX_RELATIVE_IQR = 0.5
+
+
+def too_noisy(times_ms: list[float]) -> bool:
+    if len(times_ms) < 4:
+        return False
+    q1, median, q3 = statistics.quantiles(times_ms, n=4)
+    return median <= 0 or (q3 - q1) / median > MAX_RELATIVE_IQR
 
 
 def cache_dir() -> str:
@@ -48,7 +59,7 @@ def store(k: str, frames: list[dict[str, Any]]) -> None:
              "label": f.get("label"), "cpu_model": f.get("cpu_model"), "threads": f.get("threads"),
              "flush_bytes": f.get("flush_bytes")}
             for f in frames if f.get("name") in NAMES and f.get("times_ms")]
-    if not keep:
+    if not keep or any(too_noisy(f["times_ms"]) for f in keep):
         return
     directory = cache_dir()
     os.makedirs(directory, mode=0o700, exist_ok=True)

@@ -285,11 +285,15 @@ def corroboration_check(outcome: JobOutcome, label: str, device: str = "cuda", e
     reps = max(1, int(timing.get("plain_reps", 1)))
     outside_ms = max(0.0, ((p1 - p0) - (n1 - n0)) * 1000 / reps)
     reported = statistics.median(timing["times_ms"])
+    # The outside clock is a mean over plain calls, so load spikes (shared cores) lift it
+    # far above an honest median; a kernel is only flagged when its reported mean is low too.
+    mean = statistics.fmean(timing["times_ms"]) if device != "cuda" else reported
     if device != "cuda" and not enforce:
         return Check("timer_corroborated", SKIPPED,
                      f"CPU, not enforced: reported {reported:.4f} ms, outside clock {outside_ms:.4f} ms")
     share, slack = (0.5, 0.05) if device == "cuda" else (CPU_CORROBORATION_SHARE, CPU_CORROBORATION_SLACK_MS)
-    if reported < share * outside_ms - slack:
+    if max(reported, mean) < share * outside_ms - slack:
         return Check("timer_corroborated", FAIL,
-                     f"reported {reported:.4f} ms per call, the runner's clock saw {outside_ms:.4f} ms")
+                     f"reported {reported:.4f} ms per call (mean {mean:.4f} ms), "
+                     f"the runner's clock saw {outside_ms:.4f} ms")
     return Check("timer_corroborated", PASS, f"reported {reported:.4f} ms, outside clock {outside_ms:.4f} ms")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox import native_cache, native_sources
+from sandbox import baseline_cache, native_cache, native_sources
 from sandbox.judge import EvalOptions, Judge
 from sandbox.runner import native
 from tests.judge import fixture_catalog as fc
@@ -113,7 +113,10 @@ def test_native_timing_is_real_and_labelled(judge: Judge) -> None:
     # A second evaluation of the same problem reuses the baselines timed on this machine.
     again = judge.evaluate(RELU, (fc.HONEST / "relu_affine__native.py").read_text(), options=options)
     assert again.verdict == "pass", again.reasons
-    assert again.timing["baseline_eager"].get("cached") and again.timing["baseline_compile"].get("cached")
+    steady = all((timing[n]["q3_ms"] - timing[n]["q1_ms"]) / timing[n]["median_ms"] <= baseline_cache.MAX_RELATIVE_IQR
+                 for n in ("baseline_eager", "baseline_compile"))
+    if steady:  # a baseline disturbed by load is deliberately not cached
+        assert again.timing["baseline_eager"].get("cached") and again.timing["baseline_compile"].get("cached")
     assert again.timing["baseline_eager"]["median_ms"] == timing["baseline_eager"]["median_ms"] or \
         timing["baseline_eager"].get("cached")
 
