@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "worker": ("app.cli.service_cmd", "worker_command", "command", "Run a worker for one or more queues."),
     "db": ("app.cli.service_cmd", "db_app", "group", "Database migrations."),
     "token": ("app.cli.service_cmd", "token_app", "group", "API tokens."),
+    "selftest": ("app.cli.selftest_cmd", "selftest_command", "command",
+                 "Check the judge on this machine: solutions, red-team cheats, offline engine, timing quality."),
     "kb": ("app.cli.kb_cmd", "kb_app", "group", "The knowledge base: search, show, export, import."),
     "mcp": ("app.mcp.cli", "mcp_command", "command", "MCP server for coding agents (stdio by default; --transport http)."),
 }

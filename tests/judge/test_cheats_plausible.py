@@ -46,10 +46,10 @@ REQUIRED = {
     "timing-aware": ["timing_aware"],
     "child process": ["child_fork", "child_popen", "child_daemon"],
     # Native (cpu backend) candidates.
-    "native decoy kernel": ["native_decoy"],
+    "native decoy kernel": ["native_decoy", "native_decoy_scale", "native_decoy_flag"],
     "native: torch does the work": ["native_torch_work"],
     "native cached result": ["native_static_cache", "native_content_cache"],
-    "native input mutation": ["native_input_write"],
+    "native input mutation": ["native_input_write", "native_input_write_view"],
     "native shape hard-coding": ["native_hardcoded_size"],
     "native stray thread": ["native_stray_thread"],
     "native computed source": ["native_computed_source"],
@@ -59,7 +59,8 @@ REQUIRED = {
 CORRECT_EVERYWHERE = ["decoy_kernel", "decoy_counter_bump", "reference_op_softmax", "reference_op_matmul",
                       "reference_op_functional", "reference_op_equivalent", "reference_op_disguised",
                       "reference_op_hidden_mode", "decoy_copy_kernel", "decoy_inplace_identity",
-                      "dispatch_guard_hidden", "cache_by_content", "native_decoy", "native_torch_work",
+                      "dispatch_guard_hidden", "cache_by_content", "native_decoy", "native_decoy_scale", "native_decoy_flag",
+                      "native_torch_work",
                       "native_static_cache", "native_content_cache", "native_computed_source",
                       "native_loader_internals"]
 FIRST_CALL_ONLY = ["cache_replay", "cache_replay_instance", "nondeterministic"]
@@ -206,7 +207,8 @@ def test_timing_aware_is_right_only_on_the_checked_repetitions() -> None:
     assert not any(mp.close(o, w) for o, w in zip(outs[:-2], wants[:-2]))
 
 
-@pytest.mark.parametrize("name", ["input_write", "input_write_view", "native_input_write"])
+@pytest.mark.parametrize("name", ["input_write", "input_write_view", "native_input_write",
+                                  "native_input_write_view"])
 def test_input_writers_have_right_values_and_clobbered_inputs(name: str) -> None:
     got, want, before, after = _run(name)[0]
     assert torch.allclose(got, want, atol=1e-4, rtol=1e-4)

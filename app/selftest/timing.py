@@ -1,0 +1,86 @@
+"""Part (d): timing quality. The judge evaluates one bundled kernel several times; the
+spread of its candidate medians, (max - min) / median, says how repeatable its timing
+is, and the ratio of its median to an independent timer's (torch.utils.benchmark.Timer
+on the CPU, triton.testing.do_bench on CUDA, in this process) says whether it measures
+the right thing.
+
+Verdict: pass when both targets are met; otherwise warn when the host is loaded
+(1-minute load average >= LOADED per core: other work, not the judge, moves the
+numbers) and fail on a quiet host. The numbers are always reported.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from types import ModuleType
+from typing import Any
+
+from .common import OptionsFor, Part, load_per_core
+from .kernels import C_PROTO, C_SOURCE, CPU_CANDIDATE, REFERENCE, TRITON_CANDIDATE
+
+SPREAD_TARGET = 0.05
+AGREEMENT_TARGET = 0.10
+LOADED = 0.5
+
+
+def _independent_cpu_ms(rows: int, cols: int, threads: int) -> float:
+    import torch
+    import torch.utils.benchmark as tb
+
+    from sandbox.runner import native
+
+    torch.set_num_threads(threads)
+    lib = native.load_c(C_SOURCE, [C_PROTO], name="gelu_gate")
+    x, g = torch.randn(rows, cols), torch.randn(rows, cols)
+    y = torch.empty_like(x)
+    timer = tb.Timer(stmt="lib.gelu_gate(x, g, y, n)", globals={"lib": lib, "x": x, "g": g, "y": y, "n": x.numel()},
+                     num_threads=threads)
+    return float(timer.blocked_autorange(min_run_time=1.0).median * 1e3)
+
+
+def _independent_cuda_ms(rows: int, cols: int) -> float:
+    import torch
+    import triton.testing
+
+    module = ModuleType("kforge_selftest_timing")
+    exec(compile(TRITON_CANDIDATE, "selftest_timing.py", "exec"), module.__dict__)  # our own bundled kernel
+    model = module.ModelNew()
+    x, g = torch.randn(rows, cols, device="cuda"), torch.randn(rows, cols, device="cuda")
+    return float(triton.testing.do_bench(lambda: model(x, g), return_mode="median"))
+
+
+def run(judge: Any, options_for: OptionsFor, device: str, quick: bool) -> Part:
+    part = Part("timing")
+    runs, rows, cols = (3, 256, 2048) if quick else (8, 512, 4096)
+    if device == "cuda":
+        rows, cols = rows * 8, cols
+    reference = REFERENCE.format(rows=rows, cols=cols)
+    candidate, backend = (CPU_CANDIDATE, "cpu") if device == "cpu" else (TRITON_CANDIDATE, "triton")
+    options = options_for(backend, trials=1, compile_baseline=False)
+    load_before = load_per_core()
+    medians: list[float] = []
+    label, threads = "", 1
+    for i in range(runs):
+        result = judge.evaluate(reference, candidate, "selftest_timing_ref.py", "selftest_timing.py", options)
+        if result.verdict != "pass" or not (result.timing or {}).get("candidate"):
+            part.summary = f"run {i}: the judge did not time the bundled kernel: {result.reasons[:2]}"
+            return part
+        medians.append(float(result.timing["candidate"]["median_ms"]))
+        label, threads = result.timing.get("label", ""), int(result.timing.get("threads") or os.cpu_count() or 1)
+    mid = statistics.median(medians)
+    spread = (max(medians) - min(medians)) / mid
+    independent = _independent_cpu_ms(rows, cols, threads) if device == "cpu" else _independent_cuda_ms(rows, cols)
+    ratio = mid / independent
+    load = max(load_before, load_per_core())
+    part.numbers = {"judge_medians_ms": [round(m, 4) for m in medians], "spread": round(spread, 4),
+                    "spread_target": SPREAD_TARGET, "independent_timer": "torch.utils.benchmark.Timer"
+                    if device == "cpu" else "triton.testing.do_bench", "independent_median_ms": round(independent, 4),
+                    "judge_over_independent": round(ratio, 4), "agreement_target": AGREEMENT_TARGET,
+                    "load_per_core": round(load, 2), "shape": [rows, cols], "label": label}
+    met = spread <= SPREAD_TARGET and abs(ratio - 1) <= AGREEMENT_TARGET
+    part.verdict = "pass" if met else ("warn" if load >= LOADED else "fail")
+    part.summary = (f"spread of {runs} judge medians {spread:.1%} (target <= {SPREAD_TARGET:.0%}); judge / "
+                    f"{part.numbers['independent_timer']} = {ratio:.3f} (target within {AGREEMENT_TARGET:.0%}); "
+                    f"load {load:.2f} per core" + ("" if met else " (loaded host: warn)" if load >= LOADED else ""))
+    return part
