@@ -25,9 +25,9 @@ from sandbox import JudgeError
 from ..backends import BackendError
 from ..batch.baselines import default_path
 from ..batch.compare import compare
-from ..batch.report import fmt, headline_rows
 from ..batch.runner import BatchError, BatchRequest, rewrite_reports, run_batch
 from ..batch.suite import suite_root
+from ..batch.text import fmt, headline_rows
 from ..compose import eval_options
 from ..settings import get_settings
 

@@ -148,7 +148,7 @@ class EmbeddedBackend:
     def _prepare(self) -> None:
         """Migrate the embedded SQLite database (as `kforge serve` does) and resume this user's unfinished jobs."""
         if self.settings.db_url.startswith("sqlite"):
-            from ..cli.service_cmd import upgrade_database
+            from ..db.migrate import upgrade_database
 
             upgrade_database(self.settings.db_url)
         with transaction(self.settings.db_url) as s:
