@@ -4,7 +4,7 @@ The search is the one `kforge optimize` runs (provider, offline engine and
 judge wired as in `build_search`), with its trajectory in the task's folder so
 a crash resumes where it was. Each worker process keeps one warm judge across
 its tasks; on a GPU every evaluation holds the device's lock (the service
-workers' lock, `app/worker/gpu_lock.py`), so parallel workers never time at
+workers' lock, `app/gpu_lock.py`), so parallel workers never time at
 the same moment on one GPU. Then the best
 kernel gets a final evaluation with fresh seeds (its verdict is the task's
 `correct`; on a GPU its timing gives both speedups) and a held-out evaluation.
@@ -32,7 +32,7 @@ from ..backends import timed_for_real
 from ..compose import build_provider, offline_engine
 from ..hardware import cpu_label
 from ..settings import get_settings
-from ..worker.gpu_lock import LockedEvaluator, device_key
+from ..gpu_lock import LockedEvaluator, device_key
 from .baselines import BaselineCache
 from .fit import with_memory_hint
 from .heldout import held_out

@@ -29,7 +29,7 @@ from ..db.session import transaction
 from ..schemas import JobCreate
 from ..services import jobs as svc
 from ..settings import Settings, get_settings
-from ..worker.gpu_lock import LockedEvaluator, device_key
+from ..gpu_lock import LockedEvaluator, device_key
 from .backend import JobSpec, Progress, Source
 from .knowledge import local_knowledge, strategy_filters
 from .models import BestKernel, Evaluation, JobStatus

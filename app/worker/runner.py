@@ -25,7 +25,7 @@ from ..db.base import utcnow
 from ..db.models import Candidate, Job
 from ..db.session import transaction
 from ..settings import Settings, get_settings
-from .gpu_lock import LockedEvaluator, device_key
+from ..gpu_lock import LockedEvaluator, device_key
 
 log = logging.getLogger("kforge.worker")
 _JUDGE: Judge | None = None
