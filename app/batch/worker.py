@@ -30,9 +30,9 @@ from sandbox.judge import resolve_device
 
 from ..backends import timed_for_real
 from ..compose import build_provider, offline_engine
+from ..gpu_lock import LockedEvaluator, device_key
 from ..hardware import cpu_label
 from ..settings import get_settings
-from ..gpu_lock import LockedEvaluator, device_key
 from .baselines import BaselineCache
 from .fit import with_memory_hint
 from .heldout import held_out

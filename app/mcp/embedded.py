@@ -26,10 +26,10 @@ from sandbox import JudgeError
 
 from ..db.models import Job, User
 from ..db.session import transaction
+from ..gpu_lock import LockedEvaluator, device_key
 from ..schemas import JobCreate
 from ..services import jobs as svc
 from ..settings import Settings, get_settings
-from ..gpu_lock import LockedEvaluator, device_key
 from .backend import JobSpec, Progress, Source
 from .knowledge import local_knowledge, strategy_filters
 from .models import BestKernel, Evaluation, JobStatus

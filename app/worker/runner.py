@@ -24,8 +24,8 @@ from sandbox import Judge
 from ..db.base import utcnow
 from ..db.models import Candidate, Job
 from ..db.session import transaction
-from ..settings import Settings, get_settings
 from ..gpu_lock import LockedEvaluator, device_key
+from ..settings import Settings, get_settings
 
 log = logging.getLogger("kforge.worker")
 _JUDGE: Judge | None = None
