@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from agents.providers import ProviderError
-from agents.search import Search, SearchConfig, Trajectory
+from agents.search import SearchConfig, Trajectory
 from sandbox import EvalOptions, Judge, JudgeError
 from sandbox.judge import resolve_device
 
 from ..backends import timed_for_real
-from ..compose import build_provider, offline_engine
-from ..gpu_lock import LockedEvaluator, device_key
+from ..compose import guarded, make_search
 from ..hardware import cpu_label
 from ..settings import get_settings
 from .baselines import BaselineCache
@@ -99,7 +98,7 @@ def evaluator(options: EvalOptions) -> Any:
         _JUDGE = Judge(warm=True)
         atexit.register(_JUDGE.close)
     if resolve_device(options.device) == "cuda":
-        return LockedEvaluator(_JUDGE, get_settings().gpu_lock_dir, device_key())
+        return guarded(_JUDGE, options.device)
     return _JUDGE
 
 
@@ -119,9 +118,8 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     # The search optimises against eager; torch.compile is timed once, in the final evaluation.
     search_options = replace(options, compile_baseline=False)
     judge = evaluator(options)
-    search = Search(judge, search_options, provider=build_provider(spec.provider, spec.model, spec.base_url),
-                    config=SearchConfig(**spec.config), offline=offline_engine(), on_event=on_event,
-                    trajectory_path=traj_path)
+    search = make_search(judge, search_options, spec.provider, spec.model, spec.base_url, SearchConfig(**spec.config),
+                         on_event=on_event, trajectory_path=traj_path)
     traj = search.run(reference, f"{name}.py", resume=previous)
     evaluated = time.monotonic()
 

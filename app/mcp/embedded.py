@@ -26,7 +26,6 @@ from sandbox import JudgeError
 
 from ..db.models import Job, User
 from ..db.session import transaction
-from ..gpu_lock import LockedEvaluator, device_key
 from ..schemas import JobCreate
 from ..services import jobs as svc
 from ..settings import Settings, get_settings
@@ -69,13 +68,13 @@ class EmbeddedBackend:
         def judge() -> dict[str, Any]:
             from sandbox import Judge  # torch comes with it: not before the first evaluation
 
-            from ..compose import eval_options
+            from ..compose import eval_options, guarded
 
             options = eval_options(self.settings, device=device)
             with self._judge_lock:
                 if self._judge is None:
                     self._judge = Judge(warm=True)
-                evaluator = LockedEvaluator(self._judge, self.settings.gpu_lock_dir, device_key())
+                evaluator = guarded(self._judge, options.device, self.settings, always=True)
                 try:
                     return evaluator.evaluate(reference.text, candidate, reference.filename, "candidate.py",
                                               options).to_json()
