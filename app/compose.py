@@ -75,14 +75,15 @@ def guarded(judge: Any, device: str | None, settings: Settings | None = None, *,
 
 def make_search(evaluator: Any, options: EvalOptions, provider: str, model: str | None, base_url: str | None,
                 config: SearchConfig, *, on_event: Callable[[dict[str, Any]], None] | None = None,
-                trajectory_path: Path | None = None, kb: Any = None) -> Search:
+                trajectory_path: Path | None = None, kb: Any = None, archive: bool = True) -> Search:
     """The search every entry point runs: the provider and the offline engine
-    from Settings, retrieved strategies from and attempts to ``kb`` (None: none)."""
+    from Settings, strategies retrieved from ``kb`` (None: none) and, with
+    ``archive``, its archived winners too."""
     from agents.search import Search
 
     return Search(evaluator, options, provider=build_provider(provider, model, base_url), config=config,
                   offline=offline_engine(), on_event=on_event, trajectory_path=trajectory_path,
-                  strategies=kb, archive=kb)
+                  strategies=kb, archive=kb if archive else None)
 
 
 @contextmanager

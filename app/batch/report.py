@@ -56,7 +56,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     m, run = report["metrics"], report["run"]
     lines = [f"# KForge batch report: {Path(str(run.get('suite', ''))).name}", "",
              f"Generated {report['generated_at']}. Provider `{run.get('provider')}`"
-             f"{' / `' + str(run['model']) + '`' if run.get('model') else ''}; {m['problems']} problems x "
+             f"{' / `' + str(run['model']) + '`' if run.get('model') else ''}; knowledge base "
+             f"`{run.get('kb', 'off')}`; {m['problems']} problems x "
              f"{m['samples']} sample(s); {m['unfinished']} task(s) unfinished.", ""]
     views = [("per sample", m["per_sample"])] + ([("best of k", m["best_of_k"])] if "best_of_k" in m else [])
     for title, view in views:

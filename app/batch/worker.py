@@ -31,12 +31,17 @@ from sandbox.judge import resolve_device
 from ..backends import timed_for_real
 from ..compose import guarded, make_search
 from ..hardware import cpu_label
+from ..kb import knowledge_base
+from ..kb.learning import learn
 from ..settings import get_settings
 from .baselines import BaselineCache
 from .fit import with_memory_hint
 from .heldout import held_out
 
 _JUDGE: Judge | None = None
+
+
+KB_MODES = ("off", "use", "learn")
 
 
 @dataclass
@@ -51,6 +56,7 @@ class TaskSpec:
     options: dict[str, Any] = field(default_factory=dict)
     held_out: bool = True
     baseline_cache: str | None = None
+    kb: str = "off"  # KB_MODES: off, use (retrieve strategies), learn (retrieve, archive, store lessons)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -118,9 +124,12 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     # The search optimises against eager; torch.compile is timed once, in the final evaluation.
     search_options = replace(options, compile_baseline=False)
     judge = evaluator(options)
+    kb = knowledge_base() if spec.kb in ("use", "learn") else None
     search = make_search(judge, search_options, spec.provider, spec.model, spec.base_url, SearchConfig(**spec.config),
-                         on_event=on_event, trajectory_path=traj_path)
+                         on_event=on_event, trajectory_path=traj_path, kb=kb, archive=spec.kb == "learn")
     traj = search.run(reference, f"{name}.py", resume=previous)
+    if kb is not None and spec.kb == "learn":
+        learn(kb, traj, search.analysis, backend, f"batch:{spec.problem['id']}#{spec.sample}", search.provider)
     evaluated = time.monotonic()
 
     def judge_fn(ref: str, ref_name: str, code: str, opts: EvalOptions = options) -> dict[str, Any]:
