@@ -1,7 +1,8 @@
 """One (problem, sample) of a batch, run inside a worker process.
 
-The search is the one `kforge optimize` runs (provider, offline engine and
-judge wired as in `build_search`), with its trajectory in the task's folder so
+The search is the one `kforge optimize` runs (`make_search` in app/compose.py),
+with the knowledge base as `--kb` says (off; use: retrieved strategies; learn:
+also archived winners, and the task's lessons stored), with its trajectory in the task's folder so
 a crash resumes where it was. Each worker process keeps one warm judge across
 its tasks; on a GPU every evaluation holds the device's lock (the service
 workers' lock, `app/gpu_lock.py`), so parallel workers never time at
