@@ -60,17 +60,42 @@ def offline_engine() -> Any:
     return OfflineEngine()
 
 
+def guarded(judge: Any, device: str | None, settings: Settings | None = None, *, always: bool = False) -> Any:
+    """The judge behind this host's lock for the GPU (app/gpu_lock.py): evaluations
+    hold it when they run on CUDA (``always``: whatever the device), so two
+    processes never time at once on one GPU; analyses never do."""
+    from sandbox.judge import resolve_device
+
+    from .gpu_lock import LockedEvaluator, device_key
+
+    settings = settings or get_settings()
+    return LockedEvaluator(judge, settings.gpu_lock_dir, device_key(),
+                           enabled=always or resolve_device(device) == "cuda")
+
+
+def make_search(evaluator: Any, options: EvalOptions, provider: str, model: str | None, base_url: str | None,
+                config: SearchConfig, *, on_event: Callable[[dict[str, Any]], None] | None = None,
+                trajectory_path: Path | None = None, kb: Any = None, archive: bool = True) -> Search:
+    """The search every entry point runs: the provider and the offline engine
+    from Settings, strategies retrieved from ``kb`` (None: none) and, with
+    ``archive``, its archived winners too."""
+    from agents.search import Search
+
+    return Search(evaluator, options, provider=build_provider(provider, model, base_url), config=config,
+                  offline=offline_engine(), on_event=on_event, trajectory_path=trajectory_path,
+                  strategies=kb, archive=kb if archive else None)
+
+
 @contextmanager
 def build_search(provider: str, model: str | None, base_url: str | None, config: SearchConfig,
                  options: EvalOptions, on_event: Callable[[dict[str, Any]], None] | None = None,
                  trajectory_path: Path | None = None) -> Iterator[Search]:
-    from agents.search import Search
+    """A search with its own warm judge and the service's knowledge base (`kforge optimize`)."""
     from sandbox import Judge
 
     from .kb import knowledge_base
 
     kb = knowledge_base()
     with Judge(warm=True) as judge:
-        yield Search(judge, options, provider=build_provider(provider, model, base_url), config=config,
-                     offline=offline_engine(), on_event=on_event, trajectory_path=trajectory_path,
-                     strategies=kb, archive=kb)
+        yield make_search(judge, options, provider, model, base_url, config, on_event=on_event,
+                          trajectory_path=trajectory_path, kb=kb)

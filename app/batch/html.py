@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 from . import metrics as M
-from .report import fmt, headline_rows, sizes_note
+from .text import fmt, headline_rows, sizes_note
 
 COLOURS = {"eager": "#1f77b4", "compile": "#e3771b", "pass": "#2a9d4b", "fail": "#c0392b", "error": "#7f7f7f"}
 CSS = """

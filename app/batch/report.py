@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from . import metrics as M
+from .html import render_html
+from .text import fmt, headline_rows, sizes_note
 
 CSV_FIELDS = ("problem", "level", "samples", "samples_correct", "correct", "status", "speedup_eager", "speedup_compile",
               "baseline_source", "held_out", "device", "hardware", "scaled", "sizes", "tokens", "cost_usd", "wall_s",
@@ -31,8 +33,6 @@ def build_report(records: list[dict[str, Any]], run: dict[str, Any]) -> dict[str
 
 
 def write_reports(out: Path, records: list[dict[str, Any]], run: dict[str, Any]) -> dict[str, Any]:
-    from .html import render_html
-
     report = build_report(records, run)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1))
@@ -52,50 +52,12 @@ def render_csv(report: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
-def sizes_note(scaled: dict[str, Any] | None) -> str:
-    """"scaled: batch_size 4096->768, dim 393216->65536 (0.40 GB of 1 GB)"; empty when the problem ran at its sizes."""
-    if not scaled:
-        return ""
-    changes = ", ".join(f"{k.replace('_kforge_dim', 'get_inputs literal #')} {scaled['defaults'][k]}->{v}"
-                        for k, v in scaled["sizes"].items() if v != scaled["defaults"].get(k))
-    return f"scaled: {changes} ({scaled['bytes'] / 1e9:.2f} GB of {scaled['budget_gb']:g} GB)"
-
-
-def fmt(value: Any, kind: str = "") -> str:
-    if value is None:
-        return "n/a"
-    if kind == "%":
-        return f"{100 * value:.1f}%"
-    if kind == "x":
-        return f"{value:.2f}x"
-    if kind == "$":
-        return f"${value:.4f}"
-    if kind == "s":
-        return f"{value:.1f} s"
-    return str(value)
-
-
-def headline_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = [("correctness", f"{fmt(view['correctness_rate'], '%')} ({view['correct']}/{view['records']})")]
-    for base in M.BASELINES:
-        curve = view[f"fast_p_{base}"]
-        rows.append((f"fast_p vs {base}", "  ".join(f"p={p}: {fmt(v, '%')}" for p, v in curve.items())))
-        rows.append((f"geomean speedup vs {base} (correct only)", fmt(view[f"geomean_speedup_{base}"], "x")))
-    h = view["held_out"]
-    rows.append(("held-out sizes pass rate", f"{fmt(h['pass_rate'], '%')} (pass {h['pass']}, fail {h['fail']}, "
-                                             f"unavailable {h['unavailable']})"))
-    c = view["cost"]
-    rows.append(("tokens / dollars / wall", f"{c['tokens']} / {fmt(c['usd'], '$')} / {fmt(c['wall_s'], 's')} in all; "
-                                            f"per record {fmt(c['tokens_per_record'])} / {fmt(c['usd_per_record'], '$')}"
-                                            f" / {fmt(c['wall_s_per_record'], 's')}"))
-    return rows
-
-
 def render_markdown(report: dict[str, Any]) -> str:
     m, run = report["metrics"], report["run"]
     lines = [f"# KForge batch report: {Path(str(run.get('suite', ''))).name}", "",
              f"Generated {report['generated_at']}. Provider `{run.get('provider')}`"
-             f"{' / `' + str(run['model']) + '`' if run.get('model') else ''}; {m['problems']} problems x "
+             f"{' / `' + str(run['model']) + '`' if run.get('model') else ''}; knowledge base "
+             f"`{run.get('kb', 'off')}`; {m['problems']} problems x "
              f"{m['samples']} sample(s); {m['unfinished']} task(s) unfinished.", ""]
     views = [("per sample", m["per_sample"])] + ([("best of k", m["best_of_k"])] if "best_of_k" in m else [])
     for title, view in views:

@@ -65,6 +65,7 @@ class BatchRequest:
     token: str | None = None
     gpu_kind: str | None = None  # --api only: the service queues the jobs on gpu-<kind>
     fit_memory_gb: float | None = None  # scale sizes until one call's inputs and outputs fit (fit.py)
+    kb: str = "off"  # the knowledge base: off, use (retrieve strategies), learn (and archive, store lessons)
 
     def identity(self) -> dict[str, Any]:
         return {"suite": str(Path(self.suite).resolve()), "provider": self.provider, "model": self.model,
@@ -146,7 +147,7 @@ def run_batch(req: BatchRequest, on_event: Event | None = None) -> dict[str, Any
         if todo:
             _run_tasks(req, todo, records, emit, {k: v for k, v in fits.items() if isinstance(v, dict)})
         ordered = [records[p.id, k] for p, k in pairs]
-        report = write_reports(req.out, ordered, req.identity() | {"samples": req.samples})
+        report = write_reports(req.out, ordered, req.identity() | {"samples": req.samples, "kb": req.kb})
     emit({"kind": "report", "report": report})
     return report
 
@@ -184,7 +185,8 @@ def _task(req: BatchRequest, problem: SuiteProblem, sample: int, fitted: dict[st
     spec = TaskSpec(problem={**problem.to_dict(), **(fitted or {})}, sample=sample,
                     out=str(task_dir(req.out, problem.id, sample)),
                     provider=req.provider, model=req.model, base_url=req.base_url, config=config, options=options,
-                    held_out=req.held_out, baseline_cache=str(req.baseline_cache) if req.baseline_cache else None)
+                    held_out=req.held_out, baseline_cache=str(req.baseline_cache) if req.baseline_cache else None,
+                    kb=req.kb)
     if req.api:
         from .service import run_task_service
 

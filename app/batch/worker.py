@@ -1,10 +1,11 @@
 """One (problem, sample) of a batch, run inside a worker process.
 
-The search is the one `kforge optimize` runs (provider, offline engine and
-judge wired as in `build_search`), with its trajectory in the task's folder so
+The search is the one `kforge optimize` runs (`make_search` in app/compose.py),
+with the knowledge base as `--kb` says (off; use: retrieved strategies; learn:
+also archived winners, and the task's lessons stored), with its trajectory in the task's folder so
 a crash resumes where it was. Each worker process keeps one warm judge across
 its tasks; on a GPU every evaluation holds the device's lock (the service
-workers' lock, `app/worker/gpu_lock.py`), so parallel workers never time at
+workers' lock, `app/gpu_lock.py`), so parallel workers never time at
 the same moment on one GPU. Then the best
 kernel gets a final evaluation with fresh seeds (its verdict is the task's
 `correct`; on a GPU its timing gives both speedups) and a held-out evaluation.
@@ -24,20 +25,24 @@ from pathlib import Path
 from typing import Any
 
 from agents.providers import ProviderError
-from agents.search import Search, SearchConfig, Trajectory
+from agents.search import SearchConfig, Trajectory
 from sandbox import EvalOptions, Judge, JudgeError
 from sandbox.judge import resolve_device
 
 from ..backends import timed_for_real
-from ..compose import build_provider, offline_engine
+from ..compose import guarded, make_search
 from ..hardware import cpu_label
+from ..kb import knowledge_base
+from ..kb.learning import learn
 from ..settings import get_settings
-from ..worker.gpu_lock import LockedEvaluator, device_key
 from .baselines import BaselineCache
 from .fit import with_memory_hint
 from .heldout import held_out
 
 _JUDGE: Judge | None = None
+
+
+KB_MODES = ("off", "use", "learn")
 
 
 @dataclass
@@ -52,6 +57,7 @@ class TaskSpec:
     options: dict[str, Any] = field(default_factory=dict)
     held_out: bool = True
     baseline_cache: str | None = None
+    kb: str = "off"  # KB_MODES: off, use (retrieve strategies), learn (retrieve, archive, store lessons)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -99,7 +105,7 @@ def evaluator(options: EvalOptions) -> Any:
         _JUDGE = Judge(warm=True)
         atexit.register(_JUDGE.close)
     if resolve_device(options.device) == "cuda":
-        return LockedEvaluator(_JUDGE, get_settings().gpu_lock_dir, device_key())
+        return guarded(_JUDGE, options.device)
     return _JUDGE
 
 
@@ -119,10 +125,12 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     # The search optimises against eager; torch.compile is timed once, in the final evaluation.
     search_options = replace(options, compile_baseline=False)
     judge = evaluator(options)
-    search = Search(judge, search_options, provider=build_provider(spec.provider, spec.model, spec.base_url),
-                    config=SearchConfig(**spec.config), offline=offline_engine(), on_event=on_event,
-                    trajectory_path=traj_path)
+    kb = knowledge_base() if spec.kb in ("use", "learn") else None
+    search = make_search(judge, search_options, spec.provider, spec.model, spec.base_url, SearchConfig(**spec.config),
+                         on_event=on_event, trajectory_path=traj_path, kb=kb, archive=spec.kb == "learn")
     traj = search.run(reference, f"{name}.py", resume=previous)
+    if kb is not None and spec.kb == "learn":
+        learn(kb, traj, search.analysis, backend, f"batch:{spec.problem['id']}#{spec.sample}", search.provider)
     evaluated = time.monotonic()
 
     def judge_fn(ref: str, ref_name: str, code: str, opts: EvalOptions = options) -> dict[str, Any]:

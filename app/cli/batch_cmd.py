@@ -25,9 +25,10 @@ from sandbox import JudgeError
 from ..backends import BackendError
 from ..batch.baselines import default_path
 from ..batch.compare import compare
-from ..batch.report import fmt, headline_rows
 from ..batch.runner import BatchError, BatchRequest, rewrite_reports, run_batch
 from ..batch.suite import suite_root
+from ..batch.text import fmt, headline_rows
+from ..batch.worker import KB_MODES
 from ..compose import eval_options
 from ..settings import get_settings
 
@@ -66,6 +67,8 @@ def run_command(
         "--fit-memory", metavar="GB", help="Shrink each problem's sizes (proportionally) until one call's inputs and "
         "outputs fit in GB; reports mark such problems as scaled.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report's metrics as one JSON object.")] = False,
+    kb: Annotated[str, typer.Option("--kb", help="Knowledge base: off | use (retrieve strategies) | learn (also "
+                                                  "archive winners and store lessons). Local runs only.")] = "off",
 ) -> None:
     """Search every problem of a suite (x --samples), in parallel and resumable; write the reports."""
     settings = get_settings()
@@ -84,7 +87,7 @@ def run_command(
     req = BatchRequest(suite=suite, out=out, provider=provider, model=model, base_url=base_url, level=level,
                        pattern=problems, samples=samples, workers=workers, config=config, options=options,
                        held_out=held_out, baseline_cache=baseline_cache or default_path(), api=api, token=token,
-                       gpu_kind=gpu_kind, fit_memory_gb=fit_memory)
+                       gpu_kind=gpu_kind, fit_memory_gb=fit_memory, kb=kb)
     try:
         validate(req)
         with LiveProgress() as progress:
@@ -112,6 +115,10 @@ def fail(message: str, as_json: bool) -> NoReturn:
 def validate(req: BatchRequest) -> None:
     if req.provider not in ("offline", "openai", "anthropic"):
         raise BatchError(f"--provider {req.provider!r}: use offline, openai or anthropic")
+    if req.kb not in KB_MODES:
+        raise BatchError(f"--kb {req.kb!r}: use {', '.join(KB_MODES)}")
+    if req.kb != "off" and req.api:
+        raise BatchError("--kb is for local runs: service jobs use the service's knowledge base")
     if req.gpu_kind and not req.api:
         raise BatchError("--gpu-kind routes service jobs: use it with --api (locally, --device picks the device)")
     if not Path(req.suite).is_dir():

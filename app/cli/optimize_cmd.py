@@ -49,10 +49,10 @@ def optimize_command(
     resume: Annotated[bool, typer.Option("--resume", help="Continue the trajectory saved in --out.")] = False,
 ) -> None:
     settings = get_settings()
-    config = SearchConfig(max_rounds=max_rounds, candidates_per_round=candidates_per_round, max_repairs=max_repairs,
-                          max_cost_usd=max_cost, max_tokens=max_tokens, max_wall_s=max_wall,
-                          target_speedup=target_speedup, backend=backend)
     try:
+        config = SearchConfig(max_rounds=max_rounds, candidates_per_round=candidates_per_round,
+                              max_repairs=max_repairs, max_cost_usd=max_cost, max_tokens=max_tokens,
+                              max_wall_s=max_wall, target_speedup=target_speedup, backend=check_backend(backend))
         options = eval_options(settings, backend, device=device, sandbox=sandbox)
         summary = run_optimize(problem, provider or settings.provider, model, base_url, config, options, out, resume,
                                quiet=False)

@@ -8,26 +8,15 @@ import signal
 import socket
 import subprocess
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ..db.migrate import upgrade_database
 from ..settings import get_settings
 
-ROOT = Path(__file__).resolve().parents[2]
 db_app = typer.Typer(no_args_is_help=True)
 token_app = typer.Typer(no_args_is_help=True)
-
-
-def upgrade_database(url: str | None = None) -> None:
-    from alembic import command
-    from alembic.config import Config
-
-    cfg = Config(str(ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(ROOT / "migrations"))
-    cfg.set_main_option("sqlalchemy.url", url or get_settings().db_url)
-    command.upgrade(cfg, "head")
 
 
 @db_app.command("upgrade")

@@ -15,7 +15,7 @@ from .sql_store import SqlStore
 def knowledge_base(url: str | None = None) -> KnowledgeBase:
     url = url or get_settings().db_url
     if url.startswith("sqlite"):  # embedded: the file is ours to bring to the current schema
-        from ..cli.service_cmd import upgrade_database
+        from ..db.migrate import upgrade_database
 
         upgrade_database(url)
     return KnowledgeBase(SqlStore(url))

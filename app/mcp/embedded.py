@@ -29,7 +29,6 @@ from ..db.session import transaction
 from ..schemas import JobCreate
 from ..services import jobs as svc
 from ..settings import Settings, get_settings
-from ..worker.gpu_lock import LockedEvaluator, device_key
 from .backend import JobSpec, Progress, Source
 from .knowledge import local_knowledge, strategy_filters
 from .models import BestKernel, Evaluation, JobStatus
@@ -69,13 +68,13 @@ class EmbeddedBackend:
         def judge() -> dict[str, Any]:
             from sandbox import Judge  # torch comes with it: not before the first evaluation
 
-            from ..compose import eval_options
+            from ..compose import eval_options, guarded
 
             options = eval_options(self.settings, device=device)
             with self._judge_lock:
                 if self._judge is None:
                     self._judge = Judge(warm=True)
-                evaluator = LockedEvaluator(self._judge, self.settings.gpu_lock_dir, device_key())
+                evaluator = guarded(self._judge, options.device, self.settings, always=True)
                 try:
                     return evaluator.evaluate(reference.text, candidate, reference.filename, "candidate.py",
                                               options).to_json()
@@ -148,7 +147,7 @@ class EmbeddedBackend:
     def _prepare(self) -> None:
         """Migrate the embedded SQLite database (as `kforge serve` does) and resume this user's unfinished jobs."""
         if self.settings.db_url.startswith("sqlite"):
-            from ..cli.service_cmd import upgrade_database
+            from ..db.migrate import upgrade_database
 
             upgrade_database(self.settings.db_url)
         with transaction(self.settings.db_url) as s:

@@ -25,7 +25,6 @@ from ..db.base import utcnow
 from ..db.models import Candidate, Job
 from ..db.session import transaction
 from ..settings import Settings, get_settings
-from .gpu_lock import LockedEvaluator, device_key
 
 log = logging.getLogger("kforge.worker")
 _JUDGE: Judge | None = None
@@ -142,16 +141,11 @@ def execute_job(job_id: str, settings: Settings | None = None) -> str:
 
 def _run(spec: dict[str, Any], job_id: str, lease: str, settings: Settings,
          beat: Heartbeat) -> tuple[str, dict[str, Any]]:
-    from agents.search import Search
-
-    from ..compose import build_provider, eval_options, offline_engine
+    from ..compose import eval_options, guarded, make_search
 
     config = spec["config"] or {}
     options = eval_options(settings, spec["backend"] or "triton", device=config.get("device"))
-    from sandbox.judge import resolve_device
-
-    evaluator = LockedEvaluator(judge(), settings.gpu_lock_dir, device_key(),
-                                enabled=resolve_device(options.device) == "cuda")
+    evaluator = guarded(judge(), options.device, settings)
     if spec["kind"] == "evaluate":
         result = evaluator.evaluate(spec["reference"], spec["candidate"], "reference.py", "candidate.py", options)
         return "succeeded", result.to_json()
@@ -168,8 +162,8 @@ def _run(spec: dict[str, Any], job_id: str, lease: str, settings: Settings,
     from ..kb.learning import learn
 
     kb = knowledge_base(settings.db_url)
-    search = Search(evaluator, options, provider=build_provider(spec["provider"], spec["model"], spec["base_url"]),
-                    config=search_config, offline=offline_engine(), on_event=on_event, strategies=kb, archive=kb)
+    search = make_search(evaluator, options, spec["provider"], spec["model"], spec["base_url"], search_config,
+                         on_event=on_event, kb=kb)
     resume = Trajectory.from_dict(spec["trajectory"]) if spec["trajectory"] else None
     traj = search.run(spec["reference"], f"{spec['problem_name']}.py", resume=resume)
     lessons = learn(kb, traj, search.analysis, spec["backend"], job_id, search.provider)

@@ -329,23 +329,3 @@ def ablation(job: dict[str, Any], module: Any, launches: guards.LaunchCounter,
         frame["error"] = describe(exc, filename)
     return frame
 
-
-def run(job: dict[str, Any], emit: Emit) -> None:
-    try:
-        if job["role"] == "reference":
-            run_reference(job, emit)
-        elif job["role"] == "build":
-            run_build(job, emit)
-        elif job["role"] == "analyze":
-            from .analyze import run_analyze
-
-            run_analyze(job, emit)
-        else:
-            run_candidate(job, emit)
-    except LoadError as exc:
-        emit({"kind": "error", "phase": "load", "message": str(exc)})
-        return
-    except Exception as exc:
-        emit({"kind": "error", "phase": "run", "message": describe(exc, job["filename"])})
-        return
-    emit({"kind": "done"})

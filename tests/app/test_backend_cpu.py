@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 from app.api.deps import settings as api_settings
 from app.api.main import create_app
 from app.backends import BACKENDS, BackendError, device_for
-from app.cli.service_cmd import upgrade_database
 from app.compose import eval_options
+from app.db.migrate import upgrade_database
 from app.db.models import Job
 from app.db.session import engine_for
 from app.services.tokens import create_token

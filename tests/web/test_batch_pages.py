@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.api.main import create_app
 from app.batch.report import write_reports
-from app.cli.service_cmd import upgrade_database
+from app.db.migrate import upgrade_database
 from app.db.session import engine_for
 from app.errors import NotFound
 from app.services.tokens import create_token

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from app.api.main import create_app
 from app.batch.report import write_reports
-from app.cli.service_cmd import upgrade_database
+from app.db.migrate import upgrade_database
 from app.db.models import Candidate, Job
 from app.db.session import engine_for
 from app.kb.sql_store import SqlStore

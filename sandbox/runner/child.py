@@ -1,0 +1,30 @@
+"""The runner child's entry point: one job, handed to the code for its role
+(reference, build and candidate in harness.py, analyze in analyze.py), with a
+final "done" frame, or an "error" frame naming the phase that failed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .analyze import run_analyze
+from .harness import Emit, run_build, run_candidate, run_reference
+from .loader import LoadError, describe
+
+
+def run(job: dict[str, Any], emit: Emit) -> None:
+    try:
+        if job["role"] == "reference":
+            run_reference(job, emit)
+        elif job["role"] == "build":
+            run_build(job, emit)
+        elif job["role"] == "analyze":
+            run_analyze(job, emit)
+        else:
+            run_candidate(job, emit)
+    except LoadError as exc:
+        emit({"kind": "error", "phase": "load", "message": str(exc)})
+        return
+    except Exception as exc:
+        emit({"kind": "error", "phase": "run", "message": describe(exc, job["filename"])})
+        return
+    emit({"kind": "done"})
