@@ -10,7 +10,7 @@ import psycopg
 from alembic import command
 from alembic.config import Config
 
-from app.cli.service_cmd import ROOT
+from app.db.migrate import ROOT
 from tests.service.conftest import PG
 
 
