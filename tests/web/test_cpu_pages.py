@@ -18,6 +18,7 @@ import pytest
 import uvicorn
 from sqlalchemy.orm import Session
 
+from app.api.deps import settings as api_settings
 from app.api.main import create_app
 from app.batch.report import write_reports
 from app.db.migrate import upgrade_database
@@ -70,7 +71,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
                                                         "device": "cpu", "sandbox": "process",
                                                         "config": {"backend": "cpu"}, "fit_memory_gb": 1.0})
     app = create_app()
-    app.dependency_overrides[get_settings] = lambda: Settings(database_url=url, data_dir=tmp_path)
+    settings = Settings(database_url=url, data_dir=tmp_path)
+    app.dependency_overrides[get_settings] = lambda: settings  # routes that take the session
+    app.dependency_overrides[api_settings] = lambda: settings  # routes that take SettingsDep (the API's async one)
     app.dependency_overrides[batch_dir] = lambda: runs
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
