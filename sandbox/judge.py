@@ -19,7 +19,7 @@ from . import checks as C
 from .drivers import get_driver
 from .drivers.base import JobOutcome, RunnerSession, SandboxError
 from .errors import ProblemError
-from .problem import Problem, load_problem, parse_source
+from .problem import Problem, input_bytes, load_problem, parse_source
 from .result import EvalResult, timing_summary
 
 CHECK_ORDER = ("compile", "signature", "source_policy", "runtime", "correctness", "perturbed_sizes", "output_format", "finite",
@@ -67,7 +67,16 @@ def _grow(v: int) -> int:
     return v * 5 // 4 if v % 4 == 0 else (v + max(3, v // 4)) | 1
 
 
-def perturbations(problem: Problem) -> list[dict[str, int]]:
+# One call whose inputs (read off get_inputs) exceed this is "large": KernelBench
+# sizes under --fit-memory, hundreds of MB per tensor. Every trial's tensors
+# travel to the judge and back to the candidate, so a large problem gets
+# LARGE_TRIALS fresh default trials and perturbed sizes that never grow more
+# than one size at a time (see plan_trials).
+LARGE_INPUT_BYTES = 256 << 20
+LARGE_TRIALS = 3
+
+
+def perturbations(problem: Problem, large: bool = False) -> list[dict[str, int]]:
     """Sets of sizes other than the defaults: odd shrinks (breaks power-of-two
     assumptions), proportional shrinks (keeps divisibility between sizes), and a
     growth by about a quarter (a grid or buffer sized for the defaults no longer
@@ -77,28 +86,39 @@ def perturbations(problem: Problem) -> list[dict[str, int]]:
     model (``nn.Linear(1024, ...)``), so besides all of them at once each is also
     shrunk on its own (up to four), and the first grown on its own: the batch
     size can change when the feature size cannot. Sets the reference cannot run
-    are skipped by the judge."""
+    are skipped by the judge.
+
+    ``large``: the odd shrink and a growth of the first size alone (memory
+    grows by about a quarter, not by a quarter per size)."""
     sizes = problem.size_constants()
     if not sizes:
         dims = problem.literal_dims
         if not dims:
             return []
+        first = next(iter(dims))
+        if large:
+            return [{k: _odd(v) for k, v in dims.items()}, {first: _grow(dims[first])}]
         sets = [{k: _odd(v) for k, v in dims.items()}, {k: _grow(v) for k, v in dims.items()}]
         if len(dims) > 1:
             sets += [{k: _odd(v)} for k, v in list(dims.items())[:4]]
-            first = next(iter(dims))
             sets.append({first: _grow(dims[first])})
         return sets
     odd = {k: _odd(v) for k, v in sizes.items()}
     prop = {k: v * 3 // 4 if v % 4 == 0 else v - 1 for k, v in sizes.items()}
     grow = {k: _grow(v) for k, v in sizes.items()}
+    if large:
+        first = next(iter(sizes))
+        return [odd, {first: _grow(sizes[first])}]
     return ([odd] if odd == prop else [odd, prop]) + [grow]
 
 
 def plan_trials(problem: Problem, options: EvalOptions) -> list[dict[str, Any]]:
     seed = lambda: secrets.randbelow(2**31 - 1)  # noqa: E731  (fresh at every evaluation)
-    plan = [{"tag": "default", "seed": seed(), "input_seed": seed()} for _ in range(options.trials)]
-    plan += [{"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": c} for c in perturbations(problem)]
+    large = (input_bytes(problem) or 0) > LARGE_INPUT_BYTES
+    trials = min(options.trials, LARGE_TRIALS) if large else options.trials
+    plan = [{"tag": "default", "seed": seed(), "input_seed": seed()} for _ in range(trials)]
+    plan += [{"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": c}
+             for c in perturbations(problem, large)]
     shared = seed()
     plan += [{"tag": "timing", "seed": shared, "input_seed": seed()} for _ in range(options.timing_sets)]
     for i, spec in enumerate(plan):

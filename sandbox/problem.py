@@ -15,6 +15,7 @@ on the same line, so error messages keep their line numbers.
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,6 +108,17 @@ def input_shapes(tree: ast.Module, constants: dict[str, Any]) -> list[list[int] 
         return None
     return [_shape(env.get(e.id) if isinstance(e, ast.Name) and isinstance(env.get(e.id), ast.AST) else e, env)
             for e in ret.elts]
+
+
+def input_bytes(problem: Problem, sizes: dict[str, int] | None = None) -> int | None:
+    """One call's input bytes read off get_inputs (float32 assumed) at the
+    problem's sizes updated by ``sizes``, or None when a shape is not a plain
+    expression of constants. No code of the problem runs."""
+    tree = ast.parse(problem.run_source)
+    shapes = input_shapes(tree, {**problem.constants, **problem.literal_dims, **(sizes or {})})
+    if not shapes or any(s is None for s in shapes):
+        return None
+    return sum(4 * math.prod(s) for s in shapes if s is not None)
 
 
 def _shape_args(node: ast.Call) -> list[ast.AST] | None:

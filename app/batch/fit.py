@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox import EvalOptions, ProblemError, load_problem
-from sandbox.problem import Problem, input_shapes
+from sandbox.problem import Problem, input_bytes
 
 from .suite import SuiteProblem
 
@@ -76,16 +76,6 @@ def scale(value: int, factor: float) -> int:
 
 def scaled_sizes(defaults: dict[str, int], factor: float) -> dict[str, int]:
     return {k: scale(v, factor) for k, v in defaults.items()}
-
-
-def input_bytes(problem: Problem, sizes: dict[str, int]) -> int | None:
-    """One call's input bytes read off get_inputs (float32 assumed), or None
-    when a shape is not a plain expression of constants."""
-    tree = ast.parse(problem.run_source)
-    shapes = input_shapes(tree, {**problem.constants, **problem.literal_dims, **sizes})
-    if not shapes or any(s is None for s in shapes):
-        return None
-    return sum(4 * math.prod(s) for s in shapes if s is not None)
 
 
 def measured_bytes(analysis: dict[str, Any]) -> int:
@@ -166,6 +156,24 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
     why = f"{used / GB:.2f} GB at the smallest sizes tried" if used else (last or "no measurement")
     raise FitError(f"{problem.name}: cannot fit one call in {budget_gb:g} GB by scaling "
                    f"{', '.join(defaults) or 'its sizes (none found)'}: {why}")
+
+
+def budget_options(options: EvalOptions, budget_gb: float) -> EvalOptions:
+    """The judge's limits for problems fitted to ``budget_gb``: a sandboxed run
+    holds a call's inputs and outputs several times over (the trial's tensors,
+    their frame to the judge, the timing buffers), so the memory limit is at
+    least SANDBOX_COPIES x the budget on top of the base 4 GB, and the time limit
+    allows TIMEOUT_S_PER_GB for each GB (allocating and timing eager and
+    torch.compile over GB-sized tensors takes minutes on a small machine).
+    Limits set higher stay as they are."""
+    from dataclasses import replace
+
+    return replace(options, memory_mb=max(options.memory_mb, 4096 + int(SANDBOX_COPIES * budget_gb * 1000)),
+                   timeout=max(options.timeout, 120 + TIMEOUT_S_PER_GB * budget_gb))
+
+
+SANDBOX_COPIES = 6
+TIMEOUT_S_PER_GB = 600
 
 
 def too_big_message(path: str, memory_mb: int) -> str | None:

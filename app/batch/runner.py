@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import json
 import multiprocessing
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -31,10 +32,10 @@ from typing import Any
 from agents.search import SearchConfig
 from sandbox import EvalOptions
 
-from .fit import fit_suite, with_memory_hint
+from .fit import budget_options, fit_suite, with_memory_hint
 from .report import write_reports
 from .suite import SuiteProblem, discover
-from .worker import TaskSpec, run_task, spec_fields, write_json_atomic
+from .worker import TaskSpec, end_with_parent, run_task, spec_fields, write_json_atomic
 
 Event = Callable[[dict[str, Any]], None]
 # Settings that change what a result means: a rerun into the same folder must keep them.
@@ -125,6 +126,8 @@ def run_batch(req: BatchRequest, on_event: Event | None = None) -> dict[str, Any
     problems = discover(req.suite, req.level, req.pattern)
     if not problems:
         raise BatchError(f"{req.suite}: no problems match (level={req.level}, problems={req.pattern!r})")
+    if req.fit_memory_gb is not None:
+        req.options = budget_options(req.options, req.fit_memory_gb)
     with run_lock(req.out):
         check_identity(req)
         pairs = [(p, k) for p in problems for k in range(req.samples)]
@@ -177,7 +180,8 @@ def _executor(req: BatchRequest) -> Executor:
     if req.api:
         return ThreadPoolExecutor(max_workers=req.workers)  # the service does the work; we only wait
     # spawn: a fresh interpreter per worker, nothing inherited from this process's threads.
-    return ProcessPoolExecutor(max_workers=req.workers, mp_context=multiprocessing.get_context("spawn"))
+    return ProcessPoolExecutor(max_workers=req.workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=end_with_parent, initargs=(os.getpid(),))
 
 
 def _task(req: BatchRequest, problem: SuiteProblem, sample: int, fitted: dict[str, Any] | None) -> tuple[Any, ...]:

@@ -68,6 +68,22 @@ def write_json_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def end_with_parent(parent: int) -> None:
+    """Initializer of a batch worker process: it ends with the batch. The kernel
+    sends it SIGTERM when the batch process dies, however it dies (a SIGTERM or
+    SIGKILL to `kforge batch run` used to leave workers and their sandboxed
+    runners behind), and SIGTERM exits through atexit, which closes the warm
+    judge and with it the runner."""
+    import ctypes
+    import signal
+    import sys
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the batch died before the line above
+        sys.exit(128 + signal.SIGTERM)
+
+
 def run_task(spec: TaskSpec) -> dict[str, Any]:
     """Never raises: a failure becomes an `error` record (and error.json, which
     does not mark the task done, so a rerun tries it again)."""

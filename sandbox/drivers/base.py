@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..runner.wire import FrameBuffer, WireError, encode
+from ..runner.wire import FrameBuffer, WireError, write_fd
 
 # Only these variables reach a sandbox; nothing else of the judge's
 # environment (API keys, database URLs, tokens) does.
@@ -69,11 +69,8 @@ class RunnerSession:
         self.alive = True
 
     def _send(self, obj: dict[str, Any]) -> None:
-        data = memoryview(encode(obj))
         try:
-            while data:
-                n = os.write(self._w, data)
-                data = data[n:]
+            write_fd(self._w, obj)
         except OSError as exc:
             self.alive = False
             raise SandboxError(f"runner is gone: {exc}") from exc

@@ -24,10 +24,14 @@ class WireError(Exception):
     """The peer closed the channel or sent something that is not a frame."""
 
 
-def encode(obj: Any) -> bytes:
+def _payload(obj: Any) -> io.BytesIO:
     buf = io.BytesIO()
     torch.save(obj, buf)
-    payload = buf.getvalue()
+    return buf
+
+
+def encode(obj: Any) -> bytes:
+    payload = _payload(obj).getvalue()
     return HEADER.pack(len(payload)) + payload
 
 
@@ -39,11 +43,15 @@ def decode(payload: bytes) -> Any:
 
 
 def write_fd(fd: int, obj: Any) -> None:
-    data = encode(obj)
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
+    """Writes one frame without copying the payload: a frame of large tensors
+    (hundreds of MB under --fit-memory) must not need three copies of itself in
+    a child whose address space is capped."""
+    buf = _payload(obj)
+    with buf.getbuffer() as payload:
+        for view in (memoryview(HEADER.pack(payload.nbytes)), payload):
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
 
 
 def read_exact(stream: BinaryIO, n: int) -> bytes:

@@ -101,3 +101,31 @@ def _wait_for_summary(out: Path, proc: subprocess.Popen, timeout: float) -> list
         assert proc.poll() is None, "the batch ended before a task finished"
         time.sleep(0.2)
     raise AssertionError("no task finished in time")
+
+
+def _session(sid: int) -> list[int]:
+    found = subprocess.run(["ps", "-o", "pid=", "-s", str(sid)], capture_output=True, text=True).stdout
+    return [int(p) for p in found.split()]
+
+
+def test_sigterm_to_the_batch_ends_its_workers(tmp_path):
+    """A batch stopped with SIGTERM (what a service manager sends) leaves no worker
+    process and no sandboxed runner behind."""
+    out = tmp_path / "run"
+    batch = subprocess.Popen([*KFORGE, *batch_args(out, tmp_path / "cache.json", "--workers", "1")], cwd=ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while len(_session(batch.pid)) < 3 and time.monotonic() < deadline:  # batch, worker, runner
+            assert batch.poll() is None, "the batch ended before its worker started"
+            time.sleep(0.5)
+        assert len(_session(batch.pid)) >= 3, "no worker and runner started"
+        os.kill(batch.pid, signal.SIGTERM)
+        batch.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _session(batch.pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _session(batch.pid) == [], "processes of the batch outlived it"
+    finally:
+        for pid in _session(batch.pid):
+            os.kill(pid, signal.SIGKILL)

@@ -118,3 +118,40 @@ def test_a_problem_with_module_sizes_runs_as_written(tmp_path):
     src = LITERAL.replace("torch.randn(24, 64)", "torch.randn(batch, 64)") + "\nbatch = 24\n"
     p = load_problem(tmp_path / "mod.py", src)
     assert p.run_source == src and p.literal_dims == {}
+
+
+LARGE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+M = {M}
+N = {N}
+
+def get_inputs():
+    return [torch.rand(M, N)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_large_problem_gets_fewer_trials_and_grows_one_size(tmp_path):
+    """One call of 1024 x 114688 fp32 (470 MB): every trial's tensors travel to
+    the judge and back, so the plan keeps 3 default trials and grows one size."""
+    from sandbox import EvalOptions
+    from sandbox.judge import LARGE_TRIALS, plan_trials
+
+    path = tmp_path / "big.py"
+    path.write_text(LARGE.format(M=1024, N=114688))
+    plan = plan_trials(load_problem(path), EvalOptions(trials=5))
+    assert sum(p["tag"] == "default" for p in plan) == LARGE_TRIALS == 3
+    perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
+    grown = [c for c in perturbed if any(v > {"M": 1024, "N": 114688}[k] for k, v in c.items())]
+    assert grown == [{"M": 1280}], perturbed
+    small = tmp_path / "small.py"
+    small.write_text(LARGE.format(M=64, N=32))
+    assert sum(p["tag"] == "default" for p in plan_trials(load_problem(small), EvalOptions(trials=5))) == 5

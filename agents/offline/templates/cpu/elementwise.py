@@ -94,7 +94,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
     if flat:
         block = int(params["BLOCK"])
         nest = [f"    const int64_t nblocks = (n + {block} - 1) / {block};",
-                f"    #pragma omp parallel for {sched}",
+                f"    #pragma omp parallel for {sched} if(n >= KF_PAR_MIN)",
                 "    for (int64_t b = 0; b < nblocks; b++) {",
                 f"        const int64_t start = b * {block};",
                 f"        const int64_t end = start + {block} < n ? start + {block} : n;",
@@ -103,7 +103,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
                 *(f"            {line}" for line in body), "        }", "    }"]
         walk = f"the flat output in chunks of {block} elements, one chunk per OpenMP iteration"
     else:
-        nest = [f"    #pragma omp parallel for {sched}",
+        nest = [f"    #pragma omp parallel for {sched} if(rows * cols >= KF_PAR_MIN)",
                 "    for (int64_t r = 0; r < rows; r++) {",
                 *(f"        {line}" for line in row_setup),
                 f"        {simd_pragma(params)}",

@@ -31,7 +31,7 @@ int64_t kf_nr(void) { return KF_NR; }
 /* Pack B (batch, K, N), any strides, into NR-wide panels (see the layout above). */
 void pack_b(const float* b, float* bp, int64_t batch, int64_t K, int64_t N, int64_t sbb, int64_t sbk, int64_t sbn) {
     const int64_t panels = (N + KF_NR - 1) / KF_NR;
-    #pragma omp parallel for collapse(2) schedule(static)
+    #pragma omp parallel for collapse(2) schedule(static) if(batch * K * N >= KF_PAR_MIN)
     for (int64_t t = 0; t < batch; t++) {
         for (int64_t p = 0; p < panels; p++) {
             const float* bt = b + t * sbb;

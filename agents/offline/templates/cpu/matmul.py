@@ -42,7 +42,7 @@ GEMM = '''/* out = {what}, with a: (batch, M, K) through strides (sab, sam, sak)
 {docs}*/
 void fused_matmul({params}) {{
     const int64_t mblocks = (M + {MC} - 1) / {MC}, nblocks = (N + {NC} - 1) / {NC};
-    #pragma omp parallel for collapse(3) {schedule}
+    #pragma omp parallel for collapse(3) {schedule} if(batch * M * N * K >= KF_PAR_MIN)
     for (int64_t bt = 0; bt < batch; bt++) {{
         for (int64_t ib = 0; ib < mblocks; ib++) {{
             for (int64_t jb = 0; jb < nblocks; jb++) {{
@@ -92,7 +92,7 @@ void fused_matmul({params}) {{
 MATVEC = '''/* out[i] = {what}, a dot product of row i of a (M, K) (strides sam, sak) with x (K).
 {docs}*/
 void fused_matvec({params}) {{
-    #pragma omp parallel for {schedule}
+    #pragma omp parallel for {schedule} if(M * K >= KF_PAR_MIN)
     for (int64_t i = 0; i < M; i++) {{
         const float* ar = a + i * sam;
         float s = 0.0f;

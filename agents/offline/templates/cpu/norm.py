@@ -38,7 +38,7 @@ KERNEL = '''/* Each row of a contiguous (rows, cols) matrix: out = {formula}.
    x, out: input and output rows; w, b: {cols_what} values over the normalised dims;
    eps: added to the {stat} before the square root. */
 void {name}_rows({params}) {{
-    #pragma omp parallel for {schedule}
+    #pragma omp parallel for {schedule} if(rows * cols >= KF_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {{
         const float* xr = x + r * cols;
         float* yr = out + r * cols;

@@ -34,7 +34,7 @@ OPS = {
 
 ROWS = '''/* out[r] = {what} of row r of a contiguous (rows, red) matrix. */
 void reduce_{op}_rows(const float* x, float* out, int64_t rows, int64_t red) {{
-    #pragma omp parallel for {schedule}
+    #pragma omp parallel for {schedule} if(rows * red >= KF_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {{
         const float* xr = x + r * red;
 {body}
@@ -56,7 +56,7 @@ COLS = '''/* out[o, i] = {what} over j of x[o, j, i], x a contiguous (outer, red
    Each OpenMP iteration owns a strip of {tile} consecutive i. */
 void reduce_{op}_cols(const float* x, float* out, int64_t outer, int64_t red, int64_t inner) {{
     const int64_t strips = (inner + {tile} - 1) / {tile};
-    #pragma omp parallel for collapse(2) {schedule}
+    #pragma omp parallel for collapse(2) {schedule} if(outer * red * inner >= KF_PAR_MIN)
     for (int64_t o = 0; o < outer; o++) {{
         for (int64_t t = 0; t < strips; t++) {{
             const int64_t i0 = t * {tile};

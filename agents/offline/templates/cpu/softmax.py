@@ -23,7 +23,7 @@ PARAM_SPACE: list[dict[str, Any]] = [
 KERNEL = '''/* {what} of each row of a contiguous (rows, cols) matrix.
    x, out: input and output rows; the sum of exponentials is accumulated in {acc}. */
 void {name}_rows(const float* x, float* out, int64_t rows, int64_t cols) {{
-    #pragma omp parallel for {schedule}
+    #pragma omp parallel for {schedule} if(rows * cols >= KF_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {{
         const float* xr = x + r * cols;
         float* yr = out + r * cols;
