@@ -73,7 +73,7 @@ def _grow(v: int) -> int:
 # LARGE_TRIALS fresh default trials and perturbed sizes that never grow more
 # than one size at a time (see plan_trials).
 LARGE_INPUT_BYTES = 256 << 20
-LARGE_TRIALS = 3
+LARGE_TRIALS = 2
 
 
 def perturbations(problem: Problem, large: bool = False) -> list[dict[str, int]]:

@@ -42,16 +42,61 @@ def decode(payload: bytes) -> Any:
         raise WireError(f"unreadable frame: {exc}") from exc
 
 
+# Above this many tensor bytes a frame is serialised twice (once to count, once
+# straight into the fd) instead of once into memory: a job or trial of GBs
+# (KernelBench sizes under --fit-memory) must not need a second copy of itself.
+STREAM_ABOVE = 64 << 20
+
+
+class _Sink:
+    """A write-only file for torch.save: counts the bytes, or writes them to an fd."""
+
+    def __init__(self, fd: int | None = None) -> None:
+        self.fd, self.n = fd, 0
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        size = view.nbytes
+        while self.fd is not None and view:
+            view = view[os.write(self.fd, view):]
+        self.n += size
+        return size
+
+    def flush(self) -> None:
+        pass
+
+
+def tensor_bytes(obj: Any) -> int:
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, dict):
+        return sum(tensor_bytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(tensor_bytes(v) for v in obj)
+    return 0
+
+
 def write_fd(fd: int, obj: Any) -> None:
-    """Writes one frame without copying the payload: a frame of large tensors
-    (hundreds of MB under --fit-memory) must not need three copies of itself in
-    a child whose address space is capped."""
+    """Writes one frame without a copy of its payload in memory."""
+    if tensor_bytes(obj) > STREAM_ABOVE:
+        counted = _Sink()
+        torch.save(obj, counted)
+        _write_all(fd, HEADER.pack(counted.n))
+        written = _Sink(fd)
+        torch.save(obj, written)
+        if written.n != counted.n:  # the reader would misframe everything after
+            raise WireError(f"frame changed size while written ({counted.n} -> {written.n} bytes)")
+        return
     buf = _payload(obj)
     with buf.getbuffer() as payload:
-        for view in (memoryview(HEADER.pack(payload.nbytes)), payload):
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+        _write_all(fd, HEADER.pack(payload.nbytes))
+        _write_all(fd, payload)
+
+
+def _write_all(fd: int, data: Any) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def read_exact(stream: BinaryIO, n: int) -> bytes:
@@ -88,7 +133,7 @@ class FrameBuffer:
                 raise WireError(f"frame of {size} bytes exceeds the limit of {self._max}")
             if len(self._buf) < HEADER.size + size:
                 break
-            payload = bytes(self._buf[HEADER.size : HEADER.size + size])
+            payload = bytes(memoryview(self._buf)[HEADER.size : HEADER.size + size])
             del self._buf[: HEADER.size + size]
             frames.append(decode(payload))
         return frames
