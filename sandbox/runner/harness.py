@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from . import guards, native, timing
+from . import guards, native, provenance, timing
 from .loader import LoadError, describe, load_module, signature_of
 
 Emit = Callable[[dict[str, Any]], None]
@@ -118,7 +118,7 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
             "kind": "trial", "index": index, "init_inputs": to_cpu(init_inputs), "inputs": to_cpu(inputs),
             "state_dict": {k: _clone(_to(v, "cpu")) for k, v in model.state_dict().items()},
             "structure": structure, "outputs": outputs, "kinds": kinds,
-            "ops": record_ops(model, inputs, device),
+            **record_ops(model, inputs, device),
         })
     module.__dict__.update(defaults)
     if sets and job.get("time_reps") and model is not None and not job.get("skip_baselines"):
@@ -128,12 +128,14 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
             emit_timing(job, emit, compiled, sets, "baseline_compile")
 
 
-def record_ops(model: torch.nn.Module, inputs: list[Any], device: str) -> dict[str, int]:
-    recorder = guards.OpRecorder(guards.LaunchCounter())
+def record_ops(model: torch.nn.Module, inputs: list[Any], device: str) -> dict[str, Any]:
+    """The reference's ops, and its work (FLOPs, bytes by op) by the same
+    recorder that labels the candidate's data flow."""
+    recorder = provenance.Provenance(None, inputs + list(model.parameters()) + list(model.buffers()))
     with torch.no_grad(), recorder:
         model(*inputs)
     sync(device)
-    return recorder.ops
+    return {"ops": recorder.ops, "work": provenance.reference_work(recorder)}
 
 
 PLAIN_PHASE_S = 0.4  # CPU: the span of plain calls the runner's clock times
@@ -249,7 +251,8 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                 timing_model = timing_model or build(module, "ModelNew", trial, device)
                 continue
             model = build(module, "ModelNew", trial, device)
-            recorder = guards.OpRecorder(launches)
+            # Every correctness trial runs under the same recorder (no call is singled out).
+            recorder = provenance.Provenance(launches, inputs + list(model.parameters()) + list(model.buffers()))
             threads_before = {t.ident for t in threading.enumerate()}
             native_start = guards.native_thread_count()
             launched = launches.count
@@ -263,6 +266,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             native_after = guards.native_thread_count()
             frame.update(unloaded=list(getattr(model, "_kforge_unloaded", [])))
             frame.update(structure=structure, outputs=outputs, kinds=kinds, ops=recorder.ops,
+                         provenance=recorder.summary(out),
                          launches=launches.count - launched, inputs_after=to_cpu(inputs),
                          stray=guards.stray_work(threads_before, uid if job.get("unique_uid") else -1),
                          tamper=guard.changed() + list(dict.fromkeys(evasion.events)))
