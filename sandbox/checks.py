@@ -261,7 +261,7 @@ def provenance_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]],
         # One line per kind of finding: the trials it holds for, then its first full text.
         parts = [f"trials {', '.join(p.split(':')[0].removeprefix('trial ') for p in ps)}: "
                  f"{ps[0].split(': ', 1)[1]}" for ps in found.values()]
-        return Check("kernel_provenance", FAIL, "kernel_provenance (output not computed by the kernels): "
+        return Check("kernel_provenance", FAIL, "outputs not computed by the custom kernels: "
                      + "; ".join(parts)[:1500]), summary
     return Check("kernel_provenance", PASS, work_share.describe(summary)), summary
 

@@ -252,7 +252,8 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                 continue
             model = build(module, "ModelNew", trial, device)
             # Every correctness trial runs under the same recorder (no call is singled out).
-            recorder = provenance.Provenance(launches, inputs + list(model.parameters()) + list(model.buffers()))
+            recorder = provenance.Provenance(launches, inputs + list(model.parameters()) + list(model.buffers()),
+                                             provenance.reachable_tensors(model, module))
             threads_before = {t.ident for t in threading.enumerate()}
             native_start = guards.native_thread_count()
             launched = launches.count

@@ -33,7 +33,6 @@ Runs inside the sandbox: standard library and torch only.
 
 from __future__ import annotations
 
-import gc
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -47,7 +46,7 @@ UNRECORDED = -1  # label element: made outside every recorded op and kernel
 
 # Ops that make values from nothing the call computed: allocation, constants
 # lifted from Python, random draws. Their results start with an empty label.
-_FACTORY = _MADE | {"arange", "scalar_tensor", "lift_fresh", "lift_fresh_copy", "rand", "randn", "randint",
+_FACTORY = _MADE | {"arange", "scalar_tensor", "rand", "randn", "randint",
                     "rand_like", "randn_like", "randint_like", "normal", "bernoulli", "uniform_", "normal_",
                     "linspace", "logspace", "eye", "randperm", "empty_permuted", "tensor"}
 # Moves values without computing new ones (on top of guards._STRUCTURAL).
@@ -65,6 +64,10 @@ _HEAVY_ELEMENTWISE = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "
                       "native_layer_norm", "layer_norm", "native_group_norm", "group_norm", "native_batch_norm",
                       "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "rms_norm",
                       "_fused_rms_norm", "var", "std", "var_mean", "std_mean", "linalg_vector_norm", "norm"}
+# Tensors lifted from outside torch (``torch.tensor(...)``, ``torch.from_numpy``):
+# a few constants are glue; more than this many values were computed elsewhere.
+_LIFTED = {"lift_fresh", "lift_fresh_copy"}
+LIFTED_CONSTANT_MAX = 64
 _MATMUL_FIRST_ARG = {"mm", "bmm", "matmul", "mv", "dot", "vdot", "linear", "einsum", "_int_mm", "_scaled_mm"}
 _MATMUL_SECOND_ARG = {"addmm", "baddbmm", "addbmm", "addmv", "_addmm_activation"}
 _CONV = {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "mkldnn_convolution",
@@ -143,7 +146,7 @@ class Provenance(TorchDispatchMode):
     ``ops`` counts the aten ops run, as the op recorder always has (structural
     ops and the Triton interpreter's own ops left out)."""
 
-    def __init__(self, launches: LaunchCounter | None, keep: Iterable[Any] = ()) -> None:
+    def __init__(self, launches: LaunchCounter | None, keep: Iterable[Any] = (), before: Iterable[Any] = ()) -> None:
         super().__init__()
         self.launches = launches
         self.ops: dict[str, int] = {}
@@ -152,12 +155,11 @@ class Provenance(TorchDispatchMode):
         self.kernel: set[int] = set()  # storages whose contents a custom kernel wrote
         self.kernel_launches = 0
         self._keep = {_storage(t) for t in keep if isinstance(t, torch.Tensor)}
-        self._before: set[int] = set()
+        # Tensors the call did not make but may read: inputs, parameters, and
+        # what the model and its module hold (constants, buffers kept across calls).
+        self._before = {_storage(t) for t in before if isinstance(t, torch.Tensor)} | self._keep
 
     def __enter__(self) -> Provenance:
-        # Every tensor alive before the call: what the call did not make but
-        # may read (parameters, constants, buffers kept by the model).
-        self._before = {_storage(o) for o in gc.get_objects() if isinstance(o, torch.Tensor)} | self._keep
         if self.launches is not None:
             self.launches.provenance = self
         super().__enter__()
@@ -204,9 +206,10 @@ class Provenance(TorchDispatchMode):
         written = _alias_writes(func, args, kwargs)
         out = func(*args, **kwargs)
         outs = tensors_in(out)
-        if name in _FACTORY:
+        if name in _FACTORY or name in _LIFTED:
+            lifted = name in _LIFTED and sum(_numel(t) for t in outs) > LIFTED_CONSTANT_MAX
             for t in outs:
-                self._set(t, frozenset(), False, fresh=True)
+                self._set(t, frozenset((UNRECORDED,)) if lifted else frozenset(), False, fresh=True)
             return out
         label, from_kernel = self._merge(ins)
         if name not in _MOVES:
@@ -246,6 +249,32 @@ class Provenance(TorchDispatchMode):
         return {"outputs": outputs, "torch": work_of(self.records, union - {UNRECORDED}),
                 "all_torch": work_of(self.records, range(len(self.records))),
                 "kernel_launches": self.kernel_launches}
+
+
+def reachable_tensors(model: torch.nn.Module, module: Any, depth: int = 3) -> list[torch.Tensor]:
+    """Tensors held by the model's submodules (attributes, class attributes)
+    and the candidate module's globals, through containers up to ``depth``."""
+    found: list[torch.Tensor] = []
+    seen: set[int] = set()
+
+    def walk(value: Any, level: int) -> None:
+        if id(value) in seen or level > depth:
+            return
+        seen.add(id(value))
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, dict):
+            for v in list(value.values()):
+                walk(v, level + 1)
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            for v in list(value):
+                walk(v, level + 1)
+
+    for sub in model.modules():
+        walk(dict(vars(sub)), 0)
+        walk({k: v for k, v in vars(type(sub)).items() if not k.startswith("__")}, 0)
+    walk({k: v for k, v in vars(module).items() if not k.startswith("__")}, 0)
+    return found
 
 
 def work_of(records: list[tuple[str, float, float]], ids: Iterable[int]) -> dict[str, Any]:
