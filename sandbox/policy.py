@@ -20,6 +20,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from . import policy_gpu
+
 # Top-level modules a candidate may not import, and why.
 _MODULES: dict[str, str] = {
     **dict.fromkeys(("gc", "inspect", "traceback", "weakref", "tracemalloc", "code", "codeop", "dis", "pdb", "bdb",
@@ -260,9 +262,12 @@ def read(tree: ast.Module) -> list[Finding]:
             for a in n.args + n.posonlyargs + n.kwonlyargs}
     own |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     reader = _Reader(own)
-    for stmt in tree.body:
-        if not _is_main_guard(stmt):
-            reader.visit(stmt)
+    body = [stmt for stmt in tree.body if not _is_main_guard(stmt)]
+    for stmt in body:
+        reader.visit(stmt)
+    # GPU-only exploit classes (side streams, graphs, L2 windows, TF32, raw allocations).
+    gpu = policy_gpu.read(ast.Module(body=body, type_ignores=[]))
+    reader.found += [Finding(line, text) for line, text in gpu]
     seen: dict[tuple[int, str], Finding] = {}
     for f in reader.found:
         seen.setdefault((f.line, f.text), f)
