@@ -240,26 +240,33 @@ def ablation_check(ref: dict[int, dict[str, Any]], frame: dict[str, Any] | None,
 
 
 def provenance_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]],
-                     cand: dict[int, dict[str, Any]]) -> tuple[Check, dict[str, Any]]:
-    """Where the returned values came from, on every correctness trial: each
-    output written by a custom kernel, and the torch work it depends on at most
-    ``work_share.TORCH_SHARE_MAX`` of the reference's FLOPs. Returns the check
-    and the shares of the first default trial (for results and reports)."""
+                     cand: dict[int, dict[str, Any]], post: dict[str, Any] | None = None) -> tuple[Check, dict[str, Any]]:
+    """Where the returned values came from, on every correctness trial and on
+    the one timed call the runner recorded (``post``, the post_timing frame):
+    each output written by a custom kernel, and the torch work it depends on
+    at most ``work_share.TORCH_SHARE_MAX`` of the reference's FLOPs. Returns
+    the check and the shares of the first default trial (for results and reports)."""
     found: dict[str, list[str]] = {}
     summary: dict[str, Any] = {}
+    watched = (post or {}).get("provenance")
+    timing_sets = [i for i, s in enumerate(plan) if s["tag"] == "timing" and i in ref and "error" not in ref[i]]
+    if isinstance(watched, dict) and isinstance(watched.get("set"), int) and watched["set"] < len(timing_sets):
+        r = ref[timing_sets[watched["set"]]]
+        for p in work_share.problems(r.get("work") or {}, watched):
+            found.setdefault(" ".join(p.split()[:2]), []).append(f"trial timed: {p}")
     for i, spec in enumerate(plan):
         r, c = ref.get(i), cand.get(i)
         if spec["tag"] == "timing" or r is None or "error" in r or c is None or "error" in c:
             continue
         for p in work_share.problems(r.get("work") or {}, c.get("provenance")):
-            found.setdefault(p.split(":")[0], []).append(f"trial {i}: {p}")
+            found.setdefault(" ".join(p.split()[:2]), []).append(f"trial {i}: {p}")
         if not summary and c.get("provenance"):
             summary = work_share.shares(r.get("work") or {}, c["provenance"])
     if not summary and not found:
         return Check("kernel_provenance", SKIPPED, "no correctness trial finished"), summary
     if found:
         # One line per kind of finding: the trials it holds for, then its first full text.
-        parts = [f"trials {', '.join(p.split(':')[0].removeprefix('trial ') for p in ps)}: "
+        parts = [f"trials {', '.join(p.split(': ')[0].removeprefix('trial ') for p in ps)}: "
                  f"{ps[0].split(': ', 1)[1]}" for ps in found.values()]
         return Check("kernel_provenance", FAIL, "outputs not computed by the custom kernels: "
                      + "; ".join(parts)[:1500]), summary

@@ -298,7 +298,7 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
     if timed and cand.finished:
         found.append(C.post_timing_check(plan, ref_trials, cand.first("post_timing"), options.tolerance))
         found.append(C.corroboration_check(cand, "candidate", device, enforce=native_cpu))
-    provenance, _ = C.provenance_check(plan, ref_trials, cand_trials)
+    provenance, _ = C.provenance_check(plan, ref_trials, cand_trials, cand.first("post_timing"))
     found.append(provenance)
     found.append(C.ops_check(ref_trials, cand_trials))
     if cand.finished:

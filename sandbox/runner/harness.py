@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import secrets
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -143,9 +144,12 @@ MAX_PLAIN_REPS = 20000
 
 
 def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
-                after: Callable[[int, Any], None] | None = None) -> None:
+                after: Callable[[int, Any], None] | None = None,
+                observe: tuple[int, Callable[[Any, list[Any]], Any]] | None = None) -> None:
     """Time ``model`` over the input sets; frames around each phase let the
-    runner stamp them with a clock this process cannot reach."""
+    runner stamp them with a clock this process cannot reach. ``observe``
+    (rep, fn): timed repetition ``rep`` is made by ``fn(model, buffers)``
+    instead (the candidate's provenance recorded on one timed call)."""
     device, reps, budget = job["device"], job["time_reps"], job.get("time_budget_s", 10.0)
     meta: dict[str, Any] = {}
     if device == "cuda":
@@ -162,6 +166,7 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
     # cached by buffer identity is stale, and the check after timing sees it.
     buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
     last: list[Any] = [None]
+    armed = [False]
 
     def load(i: int) -> None:
         for buf, src in zip(buffers, sets[i % len(sets)]):
@@ -170,13 +175,18 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
         sync(device)
 
     def call(i: int) -> None:
-        last[0] = model(*buffers)
+        if armed[0] and observe is not None:
+            armed[0] = False
+            last[0] = observe[1](model, buffers)
+        else:
+            last[0] = model(*buffers)
 
     def between(i: int) -> None:
         if after is not None:
             sync(device)
             after(i, last[0])
         load(i + 1)
+        armed[0] = observe is not None and i + 1 == observe[0]
 
     plain_reps = max(3, min(reps, 20))
     with torch.no_grad():
@@ -277,8 +287,10 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                 frame["stray"]["threads"].append(f"{native_after - native_start} native thread(s)")
             native_before = native_after
             if index == 0:
-                with torch.no_grad():
-                    again = model(*to_device(trial["inputs"], device))
+                again_inputs = to_device(trial["inputs"], device)
+                # Under a recorder like every correctness call, so the rerun looks like any other.
+                with torch.no_grad(), provenance.Provenance(launches, again_inputs + list(model.parameters())):
+                    again = model(*again_inputs)
                 sync(device)
                 frame["rerun_outputs"] = snapshot_outputs(again)[1]
         except Exception as exc:
@@ -292,8 +304,24 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             kept[i % len(sets)] = snapshot_outputs(out)
             sums.append([i % len(sets), guards.checksums(kept[i % len(sets)][1])])
 
-        emit_timing(job, emit, timing_model, sets, "candidate", after=keep)
-        emit({"kind": "post_timing", "outputs": [kept[i][1] for i in sorted(kept)],
+        watched: dict[str, Any] = {}
+
+        def observe(model: Any, args: list[Any]) -> Any:
+            recorder = provenance.Provenance(launches, list(args) + list(model.parameters()) + list(model.buffers()),
+                                             provenance.reachable_tensors(model, module))
+            with recorder:
+                out = model(*args)
+            watched.update(recorder.summary(out))
+            return out
+
+        # One timed repetition, drawn here where the candidate cannot see it, is
+        # recorded like a correctness call: the timed calls are not unobserved.
+        reps = int(job["time_reps"])
+        rep = 1 + secrets.randbelow(max(1, min(reps, timing.CPU_MIN_REPS) - 1)) if reps >= 2 else -1
+        emit_timing(job, emit, timing_model, sets, "candidate", after=keep, observe=(rep, observe))
+        if watched:
+            watched["set"] = rep % len(sets)
+        emit({"kind": "post_timing", "outputs": [kept[i][1] for i in sorted(kept)], "provenance": watched or None,
               "structures": [kept[i][0] for i in sorted(kept)], "rep_sums": sums,
               "tamper": guard.changed() + list(dict.fromkeys(evasion.events)), "launches": launches.count,
               "launch_names": dict(launches.names)})
