@@ -270,10 +270,14 @@ def reachable_tensors(model: torch.nn.Module, module: Any, depth: int = 3) -> li
             for v in list(value):
                 walk(v, level + 1)
 
+    def namespace(obj: Any) -> dict[str, Any]:
+        space = getattr(obj, "__dict__", None)
+        return {k: v for k, v in space.items() if not str(k).startswith("__")} if isinstance(space, dict) else {}
+
     for sub in model.modules():
-        walk(dict(vars(sub)), 0)
-        walk({k: v for k, v in vars(type(sub)).items() if not k.startswith("__")}, 0)
-    walk({k: v for k, v in vars(module).items() if not k.startswith("__")}, 0)
+        walk(namespace(sub), 0)
+        walk(namespace(type(sub)), 0)
+    walk(namespace(module), 0)
     return found
 
 
