@@ -15,8 +15,8 @@ from .html import render_html
 from .text import fmt, headline_rows, sizes_note
 
 CSV_FIELDS = ("problem", "level", "samples", "samples_correct", "correct", "status", "speedup_eager", "speedup_compile",
-              "baseline_source", "kernel_share", "held_out", "device", "hardware", "scaled", "sizes", "tokens", "cost_usd", "wall_s",
-              "best_id", "error", "reasons")
+              "baseline_source", "kernel_share", "held_out", "device", "hardware", "scaled", "sizes", "tokens",
+              "cost_usd", "wall_s", "best_id", "error", "reasons")
 _SLIM_DROP = ("rounds",)
 
 
