@@ -80,6 +80,7 @@ class _Reader(ast.NodeVisitor):
     def __init__(self) -> None:
         self.found: list[tuple[int, str]] = []
         self.aliases: dict[str, str] = {}
+        self.safe: set[int] = set()  # nodes that raise precision (allow_tf32 = False, "highest")
 
     def add(self, node: ast.AST, text: str) -> None:
         self.found.append((getattr(node, "lineno", 0), text))
@@ -114,7 +115,14 @@ class _Reader(ast.NodeVisitor):
                 return True
         return False
 
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if isinstance(node.value, ast.Constant) and node.value.value is False:
+            self.safe.update(id(t) for t in node.targets)
+        self.generic_visit(node)
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if id(node) in self.safe:
+            return
         path = self._resolve(node)
         if not (path and self._path(node, path)) and node.attr in _ATTRS:
             cls = _ATTRS[node.attr]
@@ -122,6 +130,9 @@ class _Reader(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
+        if (self._resolve(node.func) == "torch.set_float32_matmul_precision" and node.args
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == "highest"):
+            self.safe.add(id(node.func))
         for kw in node.keywords:
             value = kw.value
             constant = value.value if isinstance(value, ast.Constant) else None
