@@ -87,7 +87,7 @@ def test_redteam_fixture_fails_for_its_class(fixture: Path, request: pytest.Fixt
     problem = fc.problem(fc.header(fixture, "target") or "")
     # Few timed repetitions: the classes here are decided by correctness trials and data flow.
     result = judge.evaluate(problem.read_text(), source, problem.name, fixture.name,
-                            EvalOptions(device="cpu", time_reps=3, timing_sets=1))
+                            EvalOptions(device="cpu", time_reps=3, timing_sets=1, compile_baseline=False))
     failed = {c.name for c in result.checks if c.outcome == "fail"}
     assert result.verdict == "fail", f"{fixture.name} passed the judge"
     assert check in failed, f"{check} did not fail; failed: {sorted(failed)}; reasons: {result.reasons}"
