@@ -60,10 +60,13 @@ _MOVES = _STRUCTURAL | {"constant_pad_nd", "pad", "reflection_pad1d", "reflectio
 _HEAVY_ELEMENTWISE = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "sigmoid", "erf", "erfc",
                       "erfinv", "gelu", "silu", "mish", "softplus", "elu", "selu", "celu", "pow", "sqrt", "rsqrt",
                       "sin", "cos", "tan", "atan", "asin", "acos", "sinh", "cosh", "hardswish", "logit",
-                      "_softmax", "softmax", "_log_softmax", "log_softmax", "logsumexp", "div", "reciprocal",
-                      "native_layer_norm", "layer_norm", "native_group_norm", "group_norm", "native_batch_norm",
-                      "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "rms_norm",
-                      "_fused_rms_norm", "var", "std", "var_mean", "std_mean", "linalg_vector_norm", "norm"}
+                      "logsumexp", "div", "reciprocal", "var", "std", "var_mean", "std_mean",
+                      "linalg_vector_norm", "norm"}
+# Eight per element: softmax and normalisation (max or mean, centring, exp or
+# variance, sum, scale, affine), several passes over each row.
+_NORMALISING = {"_softmax", "softmax", "_log_softmax", "log_softmax", "native_layer_norm", "layer_norm",
+                "native_group_norm", "group_norm", "native_batch_norm", "_native_batch_norm_legit",
+                "_native_batch_norm_legit_no_training", "rms_norm", "_fused_rms_norm"}
 # Tensors lifted from outside torch (``torch.tensor(...)``, ``torch.from_numpy``):
 # a few constants are glue; more than this many values were computed elsewhere.
 _LIFTED = {"lift_fresh", "lift_fresh_copy"}
@@ -93,7 +96,7 @@ def _numel(t: torch.Tensor) -> int:
 def cost(name: str, args: tuple, outs: list[torch.Tensor]) -> tuple[float, float]:
     """(FLOPs, bytes) of one compute op: bytes read and written; FLOPs by a
     small model -- 2*M*N*K for products, 2 per multiply-add of a convolution,
-    4 per element for transcendental and normalising ops, 1 per element for
+    8 per element for softmax and normalisation, 4 for transcendental ops, 1 per element for
     the rest (the larger of what is read and what is written)."""
     ins = tensors_in(args)
     nbytes = float(sum(_numel(t) * t.element_size() for t in ins + outs))
@@ -114,7 +117,8 @@ def cost(name: str, args: tuple, outs: list[torch.Tensor]) -> tuple[float, float
     except (IndexError, AttributeError):
         pass
     elements = max([_numel(t) for t in ins + outs] or [0])
-    return float((4 if name in _HEAVY_ELEMENTWISE else 1) * elements), nbytes
+    per = 8 if name in _NORMALISING else 4 if name in _HEAVY_ELEMENTWISE else 1
+    return float(per * elements), nbytes
 
 
 def _alias_writes(func: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:

@@ -155,3 +155,11 @@ def test_the_cost_of_a_product_is_two_m_n_k() -> None:
     assert provenance.cost("mm", (a, b), [out])[0] == 2 * 5 * 3 * 7
     bias = torch.randn(3)
     assert provenance.cost("addmm", (bias, a, b), [out])[0] == 2 * 5 * 3 * 7
+
+
+def test_an_affine_after_a_kernel_normalisation_is_glue() -> None:
+    x = torch.randn(4, 32)
+    out = torch.nn.functional.layer_norm(x, (32,))
+    norm = provenance.cost("native_layer_norm", (x,), [out])[0]
+    affine = 2 * provenance.cost("mul", (x, x), [out])[0]
+    assert affine / norm <= work_share.TORCH_SHARE_MAX
