@@ -266,11 +266,18 @@ def provenance_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]],
         return Check("kernel_provenance", SKIPPED, "no correctness trial finished"), summary
     if found:
         # One line per kind of finding: the trials it holds for, then its first full text.
-        parts = [f"trials {', '.join(p.split(': ')[0].removeprefix('trial ') for p in ps)}: "
-                 f"{ps[0].split(': ', 1)[1]}" for ps in found.values()]
+        parts = [f"{_where([p.split(': ')[0].removeprefix('trial ') for p in ps])}: {ps[0].split(': ', 1)[1]}"
+                 for ps in found.values()]
         return Check("kernel_provenance", FAIL, "outputs not computed by the custom kernels: "
                      + "; ".join(parts)[:1500]), summary
     return Check("kernel_provenance", PASS, work_share.describe(summary)), summary
+
+
+def _where(trials: list[str]) -> str:
+    """['timed', '0', '1'] -> 'the recorded timed call and trials 0, 1'."""
+    said = [f"trial{'s' if len([t for t in trials if t != 'timed']) > 1 else ''} "
+            f"{', '.join(t for t in trials if t != 'timed')}"] if any(t != "timed" for t in trials) else []
+    return " and ".join((["the recorded timed call"] if "timed" in trials else []) + said)
 
 
 def policy_check(findings: list[str]) -> Check:
