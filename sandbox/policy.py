@@ -34,6 +34,8 @@ _MODULES: dict[str, str] = {
                      "signal", "atexit"), "runs work outside the forward call"),
     **dict.fromkeys(("socket", "ssl", "http", "urllib", "requests"), "uses the network"),
     **dict.fromkeys(("sandbox", "app", "agents", "knowledge_base", "kforge"), "imports the judge's own code"),
+    **dict.fromkeys(("numpy", "struct", "array"), "computes on tensor memory outside torch's dispatcher, where "
+                    "the judge records where output values come from"),
 }
 # Submodules of allowed packages that are not allowed.
 _SUBMODULES: dict[str, str] = {
@@ -58,6 +60,9 @@ _ATTRS: dict[str, str] = {
                      "get_objects", "get_referrers", "get_referents"), "walks frames or the heap"),
     **dict.fromkeys(("meta_path", "path_hooks"), "reads or rewrites the module table"),
     "_exit": "ends the process without returning (fake reports)",
+    **dict.fromkeys(("tolist", "numpy", "untyped_storage", "_typed_storage", "frombuffer", "from_numpy",
+                     "from_dlpack", "__dlpack__", "from_file"),
+                    "moves tensor values past torch's dispatcher (the judge records where output values come from)"),
     "_C": "reaches torch's C internals (dispatch stack, modes)",
     "_python_dispatch": "manipulates torch's dispatch modes",
     "_disable_current_modes": "hides torch ops from the judge",

@@ -68,7 +68,8 @@ _NORMALISING = {"_softmax", "softmax", "_log_softmax", "log_softmax", "native_la
                 "native_group_norm", "group_norm", "native_batch_norm", "_native_batch_norm_legit",
                 "_native_batch_norm_legit_no_training", "rms_norm", "_fused_rms_norm"}
 # Tensors lifted from outside torch (``torch.tensor(...)``, ``torch.from_numpy``):
-# a few constants are glue; more than this many values were computed elsewhere.
+# a few constants are glue; past this many values in one call, what is lifted
+# was computed elsewhere.
 _LIFTED = {"lift_fresh", "lift_fresh_copy"}
 LIFTED_CONSTANT_MAX = 64
 _MATMUL_FIRST_ARG = {"mm", "bmm", "matmul", "mv", "dot", "vdot", "linear", "einsum", "_int_mm", "_scaled_mm"}
@@ -158,6 +159,10 @@ class Provenance(TorchDispatchMode):
         self.label: dict[int, frozenset[int]] = {}
         self.kernel: set[int] = set()  # storages whose contents a custom kernel wrote
         self.kernel_launches = 0
+        # Labels of torch values read into Python (``.item()``, ``float(t)``): a
+        # tensor made from Python values afterwards may carry them.
+        self.escaped: frozenset[int] = frozenset()
+        self.lifted = 0  # values lifted from Python or numpy in this call
         self._keep = {_storage(t) for t in keep if isinstance(t, torch.Tensor)}
         # Tensors the call did not make but may read: inputs, parameters, and
         # what the model and its module hold (constants, buffers kept across calls).
@@ -210,12 +215,20 @@ class Provenance(TorchDispatchMode):
         written = _alias_writes(func, args, kwargs)
         out = func(*args, **kwargs)
         outs = tensors_in(out)
+        if name == "_local_scalar_dense":
+            self.escaped |= self._merge(ins)[0]
+            return out
         if name in _FACTORY or name in _LIFTED:
-            lifted = name in _LIFTED and sum(_numel(t) for t in outs) > LIFTED_CONSTANT_MAX
+            if name in _LIFTED:
+                self.lifted += sum(_numel(t) for t in outs)
+            made = self.escaped | (frozenset((UNRECORDED,)) if self.lifted > LIFTED_CONSTANT_MAX else frozenset())
             for t in outs:
-                self._set(t, frozenset((UNRECORDED,)) if lifted else frozenset(), False, fresh=True)
+                self._set(t, made, False, fresh=not written)
+            for t in written:  # fill_ / zero_ in place: Python values written into an existing tensor
+                self._set(t, made, False, fresh=False)
             return out
         label, from_kernel = self._merge(ins)
+        label |= self.escaped  # Python numbers it was given may hold torch values read out earlier
         if name not in _MOVES:
             self.records.append((name, *cost(name, args, outs)))
             label = label | {len(self.records) - 1}
@@ -230,6 +243,7 @@ class Provenance(TorchDispatchMode):
         """A custom kernel ran on ``args`` and may have written ``written``."""
         self.kernel_launches += 1
         label, _ = self._merge(tensors_in(list(args)))
+        label |= self.escaped
         for t in written:
             self._set(t, label, True, fresh=False)
 

@@ -163,3 +163,22 @@ def test_an_affine_after_a_kernel_normalisation_is_glue() -> None:
     norm = provenance.cost("native_layer_norm", (x,), [out])[0]
     affine = 2 * provenance.cost("mul", (x, x), [out])[0]
     assert affine / norm <= work_share.TORCH_SHARE_MAX
+
+
+def test_torch_values_laundered_through_python_numbers_stay_torch_work(kernels) -> None:
+    counter, k = kernels
+    x = torch.randn(4, 8)
+
+    def forward(x):
+        r = torch.clamp(x, min=0.0) * 2.0 + 1.0
+        y = torch.empty_like(x)
+        k["relu_affine"](x, y, x.numel())
+        flat = y.view(-1)
+        for i, v in enumerate(r.view(-1)):
+            flat[i] = float(v)  # each value read into Python and written back
+        k["copy"](y, y, y.numel())  # a kernel "touches" the result last
+        return y
+
+    prov = record(counter, forward, x)
+    assert prov["outputs"][0]["kernel"] is True
+    assert any("torch computed" in f for f in work_share.problems(reference_work(x), prov))
