@@ -316,11 +316,17 @@ def _watched() -> dict[str, tuple[Any, str]]:
                                                         "_cuda_sync", "_Event", "_elapsed", "_record")),
                             ("sandbox.runner.harness", ("emit_timing", "snapshot_outputs", "sync", "_clone", "_to",
                                                          "_detach", "_copy", "build", "to_cpu")),
-                            ("sandbox.runner.guards", ("stray_work", "native_thread_count", "checksums"))):
+                            ("sandbox.runner.guards", ("stray_work", "native_thread_count", "checksums")),
+                            ("sandbox.runner.provenance", ("Provenance", "reachable_tensors", "cost", "work_of",
+                                                           "tensors_in"))):
         module = _sys.modules.get(mod_name)
         if module is not None:
             for n in names:
                 watched[f"{mod_name}.{n}"] = (module, n)
+    prov = _sys.modules.get("sandbox.runner.provenance")
+    if prov is not None:  # the recorder's own methods: replacing one would blind it
+        for n in ("__torch_dispatch__", "kernel_launch", "summary", "__enter__", "__exit__", "_set", "_merge"):
+            watched[f"Provenance.{n}"] = (prov.Provenance, n)
     import torch.utils._python_dispatch as dispatch
 
     watched["torch.utils._python_dispatch._disable_current_modes"] = (dispatch, "_disable_current_modes")
