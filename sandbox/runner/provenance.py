@@ -274,11 +274,13 @@ def reachable_tensors(model: torch.nn.Module, module: Any, depth: int = 3) -> li
     and the candidate module's globals, through containers up to ``depth``."""
     found: list[torch.Tensor] = []
     seen: set[int] = set()
+    alive: list[Any] = []  # ids are only unique while their objects live
 
     def walk(value: Any, level: int) -> None:
         if id(value) in seen or level > depth:
             return
         seen.add(id(value))
+        alive.append(value)
         if isinstance(value, torch.Tensor):
             found.append(value)
         elif isinstance(value, dict):

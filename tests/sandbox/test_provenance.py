@@ -182,3 +182,13 @@ def test_torch_values_laundered_through_python_numbers_stay_torch_work(kernels) 
     prov = record(counter, forward, x)
     assert prov["outputs"][0]["kernel"] is True
     assert any("torch computed" in f for f in work_share.problems(reference_work(x), prov))
+
+
+def test_tensors_a_module_keeps_between_calls_are_found() -> None:
+    import types
+
+    module = types.ModuleType("cand")
+    module.BUFFERS = {(4, 8): torch.empty(4, 8)}
+    model = torch.nn.Sequential(torch.nn.Identity(), torch.nn.Identity())
+    found = provenance.reachable_tensors(model, module)
+    assert any(t is module.BUFFERS[(4, 8)] for t in found)
