@@ -54,8 +54,7 @@ _MOVES = _STRUCTURAL | {"constant_pad_nd", "pad", "reflection_pad1d", "reflectio
                         "replication_pad2d", "index_select", "gather", "repeat", "tile", "roll", "flip",
                         "movedim", "swapaxes", "squeeze_copy", "unsqueeze_copy", "view_copy", "permute_copy",
                         "expand_copy", "t_copy", "transpose_copy", "slice_copy", "select_copy", "_unsafe_index",
-                        "slice_scatter", "select_scatter", "as_strided_scatter", "index_put_", "index_put",
-                        "masked_fill", "masked_fill_", "where"}
+                        "slice_scatter", "select_scatter", "as_strided_scatter", "index_put_", "index_put"}
 # Four FLOPs per element: transcendental and other multi-instruction elementwise ops.
 _HEAVY_ELEMENTWISE = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "sigmoid", "erf", "erfc",
                       "erfinv", "gelu", "silu", "mish", "softplus", "elu", "selu", "celu", "pow", "sqrt", "rsqrt",
