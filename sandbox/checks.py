@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from . import compare, ops
+from . import compare, ops, work_share
 from .drivers.base import JobOutcome
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
@@ -237,6 +237,47 @@ def ablation_check(ref: dict[int, dict[str, Any]], frame: dict[str, Any] | None,
     return Check("kernel_does_work", FAIL,
                  f"forward still returns the right output with {what} and fresh memory poisoned: "
                  "the kernels do not compute it (decoy kernels, or results kept from earlier calls)")
+
+
+def provenance_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]],
+                     cand: dict[int, dict[str, Any]], post: dict[str, Any] | None = None) -> tuple[Check, dict[str, Any]]:
+    """Where the returned values came from, on every correctness trial and on
+    the one timed call the runner recorded (``post``, the post_timing frame):
+    each output written by a custom kernel, and the torch work it depends on
+    at most ``work_share.TORCH_SHARE_MAX`` of the reference's FLOPs. Returns
+    the check and the shares of the first default trial (for results and reports)."""
+    found: dict[str, list[str]] = {}
+    summary: dict[str, Any] = {}
+    watched = (post or {}).get("provenance")
+    timing_sets = [i for i, s in enumerate(plan) if s["tag"] == "timing" and i in ref and "error" not in ref[i]]
+    if isinstance(watched, dict) and isinstance(watched.get("set"), int) and watched["set"] < len(timing_sets):
+        r = ref[timing_sets[watched["set"]]]
+        for p in work_share.problems(r.get("work") or {}, watched):
+            found.setdefault(" ".join(p.split()[:2]), []).append(f"trial timed: {p}")
+    for i, spec in enumerate(plan):
+        r, c = ref.get(i), cand.get(i)
+        if spec["tag"] == "timing" or r is None or "error" in r or c is None or "error" in c:
+            continue
+        for p in work_share.problems(r.get("work") or {}, c.get("provenance")):
+            found.setdefault(" ".join(p.split()[:2]), []).append(f"trial {i}: {p}")
+        if not summary and c.get("provenance"):
+            summary = work_share.shares(r.get("work") or {}, c["provenance"])
+    if not summary and not found:
+        return Check("kernel_provenance", SKIPPED, "no correctness trial finished"), summary
+    if found:
+        # One line per kind of finding: the trials it holds for, then its first full text.
+        parts = [f"{_where([p.split(': ')[0].removeprefix('trial ') for p in ps])}: {ps[0].split(': ', 1)[1]}"
+                 for ps in found.values()]
+        return Check("kernel_provenance", FAIL, "outputs not computed by the custom kernels: "
+                     + "; ".join(parts)[:1500]), summary
+    return Check("kernel_provenance", PASS, work_share.describe(summary)), summary
+
+
+def _where(trials: list[str]) -> str:
+    """['timed', '0', '1'] -> 'the recorded timed call and trials 0, 1'."""
+    said = [f"trial{'s' if len([t for t in trials if t != 'timed']) > 1 else ''} "
+            f"{', '.join(t for t in trials if t != 'timed')}"] if any(t != "timed" for t in trials) else []
+    return " and ".join((["the recorded timed call"] if "timed" in trials else []) + said)
 
 
 def policy_check(findings: list[str]) -> Check:

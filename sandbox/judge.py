@@ -23,8 +23,8 @@ from .problem import Problem, input_bytes, load_problem, parse_source
 from .result import EvalResult, timing_summary
 
 CHECK_ORDER = ("compile", "signature", "source_policy", "runtime", "correctness", "perturbed_sizes", "output_format", "finite",
-               "inputs_unchanged", "deterministic", "post_timing", "kernel_launched", "kernel_does_work", "no_reference_ops",
-               "no_stray_work", "no_tampering", "timer_corroborated")
+               "inputs_unchanged", "deterministic", "post_timing", "kernel_launched", "kernel_provenance",
+               "kernel_does_work", "no_reference_ops", "no_stray_work", "no_tampering", "timer_corroborated")
 
 
 # Native kernels on the CPU: repetitions per timed model, and the time budget of each.
@@ -271,6 +271,8 @@ class Judge:
         found = candidate_checks(plan, ref, ref_trials, cand, options, device, native_cpu and reps > 0) + [rules]
         result.timing = timing_summary(ref, cand, device, native_cpu)
         result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
+        result.work = C.provenance_check(plan, ref_trials, {f["index"]: f for f in cand.of_kind("trial")
+                                                            if isinstance(f.get("index"), int)})[1]
         return result.finish(found, CHECK_ORDER, started)
 
 
@@ -316,6 +318,8 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
     if timed and cand.finished:
         found.append(C.post_timing_check(plan, ref_trials, cand.first("post_timing"), options.tolerance))
         found.append(C.corroboration_check(cand, "candidate", device, enforce=native_cpu))
+    provenance, _ = C.provenance_check(plan, ref_trials, cand_trials, cand.first("post_timing"))
+    found.append(provenance)
     found.append(C.ops_check(ref_trials, cand_trials))
     if cand.finished:
         found.append(C.ablation_check(ref_trials, cand.first("ablation"), options.tolerance))

@@ -20,6 +20,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from . import policy_gpu
+
 # Top-level modules a candidate may not import, and why.
 _MODULES: dict[str, str] = {
     **dict.fromkeys(("gc", "inspect", "traceback", "weakref", "tracemalloc", "code", "codeop", "dis", "pdb", "bdb",
@@ -32,6 +34,8 @@ _MODULES: dict[str, str] = {
                      "signal", "atexit"), "runs work outside the forward call"),
     **dict.fromkeys(("socket", "ssl", "http", "urllib", "requests"), "uses the network"),
     **dict.fromkeys(("sandbox", "app", "agents", "knowledge_base", "kforge"), "imports the judge's own code"),
+    **dict.fromkeys(("numpy", "struct", "array"), "computes on tensor memory outside torch's dispatcher, where "
+                    "the judge records where output values come from"),
 }
 # Submodules of allowed packages that are not allowed.
 _SUBMODULES: dict[str, str] = {
@@ -56,6 +60,9 @@ _ATTRS: dict[str, str] = {
                      "get_objects", "get_referrers", "get_referents"), "walks frames or the heap"),
     **dict.fromkeys(("meta_path", "path_hooks"), "reads or rewrites the module table"),
     "_exit": "ends the process without returning (fake reports)",
+    **dict.fromkeys(("tolist", "numpy", "untyped_storage", "_typed_storage", "frombuffer", "from_numpy",
+                     "from_dlpack", "__dlpack__", "from_file"),
+                    "moves tensor values past torch's dispatcher (the judge records where output values come from)"),
     "_C": "reaches torch's C internals (dispatch stack, modes)",
     "_python_dispatch": "manipulates torch's dispatch modes",
     "_disable_current_modes": "hides torch ops from the judge",
@@ -260,9 +267,12 @@ def read(tree: ast.Module) -> list[Finding]:
             for a in n.args + n.posonlyargs + n.kwonlyargs}
     own |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     reader = _Reader(own)
-    for stmt in tree.body:
-        if not _is_main_guard(stmt):
-            reader.visit(stmt)
+    body = [stmt for stmt in tree.body if not _is_main_guard(stmt)]
+    for stmt in body:
+        reader.visit(stmt)
+    # GPU-only exploit classes (side streams, graphs, L2 windows, TF32, raw allocations).
+    gpu = policy_gpu.read(ast.Module(body=body, type_ignores=[]))
+    reader.found += [Finding(line, text) for line, text in gpu]
     seen: dict[tuple[int, str], Finding] = {}
     for f in reader.found:
         seen.setdefault((f.line, f.text), f)

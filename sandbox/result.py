@@ -27,6 +27,7 @@ class EvalResult:
     checks: list[Check] = field(default_factory=list)
     timing: dict[str, Any] = field(default_factory=dict)
     perturbed: list[dict[str, int]] = field(default_factory=list)
+    work: dict[str, Any] = field(default_factory=dict)  # kernel / torch shares of the reference's work
     elapsed_s: float = 0.0
 
     def finish(self, found: list[Check], order: tuple[str, ...], started: float) -> EvalResult:
@@ -69,6 +70,7 @@ class EvalResult:
             "device": self.device,
             "sandbox": self.sandbox,
             "perturbed_sizes": self.perturbed,
+            "work": self.work,
             "tolerances": tolerances.describe(),
             "elapsed_s": round(self.elapsed_s, 3),
         }

@@ -14,7 +14,7 @@ from ..providers import Completion, Provider
 # Checks whose details help a coder most, in the order a coder should read them.
 _FEEDBACK_ORDER = ("compile", "signature", "source_policy", "runtime", "output_format", "correctness",
                    "perturbed_sizes", "finite", "inputs_unchanged", "post_timing", "kernel_launched",
-                   "kernel_does_work", "no_reference_ops")
+                   "kernel_provenance", "kernel_does_work", "no_reference_ops")
 
 
 @dataclass

@@ -33,11 +33,12 @@ def render_html(report: dict[str, Any]) -> str:
     parts.append('<h2>Plots</h2><div class="plots">' + fast_p_plot(view) + speedup_bars(report["problems"]) +
                  level_bars(m["per_level"]) + "</div>")
     rows = [(r["problem"], f"{r['samples_correct']}/{r['samples']}", fmt(r["speedup_eager"], "x"),
-             fmt(r["speedup_compile"], "x"), r["held_out"] or "n/a", sizes_note(r.get("scaled")) or "default",
+             fmt(r["speedup_compile"], "x"), fmt(r.get("kernel_share"), "%"),
+             r["held_out"] or "n/a", sizes_note(r.get("scaled")) or "default",
              str(r["tokens"]), fmt(r["cost_usd"], "$"), fmt(r["wall_s"], "s"),
              (r.get("error") or r.get("reasons") or "")[:200]) for r in report["problems"]]
     parts.append("<h2>Problems</h2>" + table(
-        ["problem", "correct", "speedup eager", "speedup compile", "held-out", "sizes", "tokens", "cost", "wall",
+        ["problem", "correct", "speedup eager", "speedup compile", "kernel share", "held-out", "sizes", "tokens", "cost", "wall",
          "note"], rows))
     body = "\n".join(parts)
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>KForge batch report</title>'

@@ -164,6 +164,8 @@ def problem_row(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "speedup_compile": best.get("speedup_compile"), "baseline_source": best.get("baseline_source"),
         "held_out": held, "device": best.get("device"), "hardware": best.get("hardware"),
         "scaled": best.get("scaled"),
+        # Share of the reference's FLOPs the best kernel's own kernels did (the judge's kernel_provenance).
+        "kernel_share": ((best.get("final") or {}).get("work") or {}).get("kernel_share_flops"),
         "tokens": sum(int(r.get("input_tokens", 0)) + int(r.get("output_tokens", 0)) for r in samples),
         "cost_usd": sum(float(r.get("cost_usd", 0.0)) for r in samples),
         "wall_s": sum(float(r.get("wall_s", 0.0)) for r in samples),

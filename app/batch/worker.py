@@ -174,7 +174,7 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
         "timing_label": ((final or {}).get("timing") or {}).get("label"),
         "correct": bool(final and final["verdict"] == "pass"),
         "search_found": best is not None,
-        "final": None if final is None else {k: final.get(k) for k in ("verdict", "reasons", "timing", "checks")},
+        "final": None if final is None else {k: final.get(k) for k in ("verdict", "reasons", "timing", "checks", "work")},
         **timed_fields(timed),
         "held_out": heldout,
         "input_tokens": int(traj.usage["input_tokens"]), "output_tokens": int(traj.usage["output_tokens"]),

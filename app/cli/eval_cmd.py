@@ -100,3 +100,8 @@ def render(result: dict[str, Any]) -> None:
         console.print(f"candidate median {timing['candidate']['median_ms']:.4f} ms ({timing.get('label', '')})")
     if result.get("speedup") is not None:
         console.print(f"speedup vs eager: {result['speedup']:.2f}x")
+    work = result.get("work") or {}
+    if work:
+        console.print(f"work: kernels {work['kernel_share_flops']:.0%} of the reference's FLOPs "
+                      f"({work['kernel_share_bytes']:.0%} of its bytes), torch {work['torch_share_flops']:.0%} "
+                      f"({work['torch_share_bytes']:.0%}); at most {work['torch_share_max']:.0%} may be torch")

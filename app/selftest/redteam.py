@@ -1,9 +1,10 @@
 """Part (b): the cheat fixtures that apply to the device fail, each for the check its
 ``# caught-by:`` header names (a fixture without one must fail, for any reason).
 
-Native fixtures (``kforge_native``) apply to the CPU only; the Triton ones to both
-devices. They live in tests/fixtures/judge/cheats, paired with the problem of their
-``# target:`` header.
+Native fixtures (``kforge_native``) apply to the CPU only, GPU-only ones (``# device:
+cuda``) to CUDA only; the Triton ones to both devices. They live in
+tests/fixtures/judge/cheats and tests/fixtures/judge/redteam, paired with the problem of
+their ``# target:`` header.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .common import FIXTURES, OptionsFor, Part, failed_checks
 
 # --quick: one fixture per kind of exploit, cheap to judge.
 QUICK = ("decoy_kernel", "input_write", "hardcoded_shape", "reference_op_functional", "native_decoy",
-         "native_torch_work")
+         "native_torch_work", "control_zero_add_native")
 
 
 def header(path: Path, key: str) -> str | None:
@@ -29,11 +30,14 @@ def header(path: Path, key: str) -> str | None:
 
 
 def applies(path: Path, device: str) -> bool:
+    if header(path, "device") == "cuda":
+        return device == "cuda"
     return device == "cpu" or "kforge_native" not in path.read_text()
 
 
 def cases(device: str, quick: bool) -> list[Path]:
-    found = sorted(p for p in (FIXTURES / "cheats").glob("*.py") if not p.name.startswith("_"))
+    found = sorted(p for folder in ("cheats", "redteam") for p in (FIXTURES / folder).glob("*.py")
+                   if not p.name.startswith("_"))
     found = [p for p in found if applies(p, device)]
     return [p for p in found if p.stem in QUICK] if quick else found
 

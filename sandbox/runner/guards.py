@@ -35,6 +35,7 @@ class LaunchCounter:
         self.names: dict[str, int] = {}
         self.in_interpreter = False
         self.ablation: Ablation | None = None  # set: kernels are skipped, not run
+        self.provenance: Any = None  # set (provenance.Provenance): launches are labelled with their arguments
 
     def _hit(self, name: str) -> None:
         self.count += 1
@@ -97,7 +98,10 @@ class LaunchCounter:
         def counted_native(*args: Any) -> Any:
             counter._hit(name)
             if counter.ablation is None:
-                return fn(*args)
+                result = fn(*args)
+                if counter.provenance is not None:
+                    counter.provenance.kernel_launch(args, fn.outputs(args))
+                return result
             fn.convert(args)  # the same argument errors as a real call
             counter.ablation.skip(fn.outputs(args))
             if ret == "void":
@@ -119,14 +123,19 @@ class LaunchCounter:
                 counter.ablation.skip(list(args) + list(kwargs.values()))
                 return None
             if not interpreted:
-                return run(fn_self, *args, **kwargs)
-            # The interpreter moves tensors through aten ops of its own; those
-            # are not the candidate's ops.
-            counter.in_interpreter = True
-            try:
-                return run(fn_self, *args, **kwargs)
-            finally:
-                counter.in_interpreter = False
+                result = run(fn_self, *args, **kwargs)
+            else:
+                # The interpreter moves tensors through aten ops of its own; those
+                # are not the candidate's ops.
+                counter.in_interpreter = True
+                try:
+                    result = run(fn_self, *args, **kwargs)
+                finally:
+                    counter.in_interpreter = False
+            if counter.provenance is not None and not kwargs.get("warmup", False):
+                values = list(args) + list(kwargs.values())
+                counter.provenance.kernel_launch(values, counter.provenance.scratch(values))
+            return result
 
         return counted_run
 
@@ -152,7 +161,12 @@ class LaunchCounter:
             counter._hit(name)
             if counter.ablation is not None:
                 return counter.ablation.run_ext(fn, args, kwargs)
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            if counter.provenance is not None:
+                values = list(args) + list(kwargs.values())
+                prov = counter.provenance
+                prov.kernel_launch(values, prov.scratch(values) + prov.tensors_of(result))
+            return result
 
         return counted_ext
 
@@ -302,11 +316,17 @@ def _watched() -> dict[str, tuple[Any, str]]:
                                                         "_cuda_sync", "_Event", "_elapsed", "_record")),
                             ("sandbox.runner.harness", ("emit_timing", "snapshot_outputs", "sync", "_clone", "_to",
                                                          "_detach", "_copy", "build", "to_cpu")),
-                            ("sandbox.runner.guards", ("stray_work", "native_thread_count", "checksums"))):
+                            ("sandbox.runner.guards", ("stray_work", "native_thread_count", "checksums")),
+                            ("sandbox.runner.provenance", ("Provenance", "reachable_tensors", "cost", "work_of",
+                                                           "tensors_in"))):
         module = _sys.modules.get(mod_name)
         if module is not None:
             for n in names:
                 watched[f"{mod_name}.{n}"] = (module, n)
+    prov = _sys.modules.get("sandbox.runner.provenance")
+    if prov is not None:  # the recorder's own methods: replacing one would blind it
+        for n in ("__torch_dispatch__", "kernel_launch", "summary", "__enter__", "__exit__", "_set", "_merge"):
+            watched[f"Provenance.{n}"] = (prov.Provenance, n)
     import torch.utils._python_dispatch as dispatch
 
     watched["torch.utils._python_dispatch._disable_current_modes"] = (dispatch, "_disable_current_modes")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import random
+import secrets
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from . import guards, native, timing
+from . import guards, native, provenance, timing
 from .loader import LoadError, describe, load_module, signature_of
 
 Emit = Callable[[dict[str, Any]], None]
@@ -118,7 +119,7 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
             "kind": "trial", "index": index, "init_inputs": to_cpu(init_inputs), "inputs": to_cpu(inputs),
             "state_dict": {k: _clone(_to(v, "cpu")) for k, v in model.state_dict().items()},
             "structure": structure, "outputs": outputs, "kinds": kinds,
-            "ops": record_ops(model, inputs, device),
+            **record_ops(model, inputs, device),
         })
     module.__dict__.update(defaults)
     if sets and job.get("time_reps") and model is not None and not job.get("skip_baselines"):
@@ -128,12 +129,14 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
             emit_timing(job, emit, compiled, sets, "baseline_compile")
 
 
-def record_ops(model: torch.nn.Module, inputs: list[Any], device: str) -> dict[str, int]:
-    recorder = guards.OpRecorder(guards.LaunchCounter())
+def record_ops(model: torch.nn.Module, inputs: list[Any], device: str) -> dict[str, Any]:
+    """The reference's ops, and its work (FLOPs, bytes by op) by the same
+    recorder that labels the candidate's data flow."""
+    recorder = provenance.Provenance(None, inputs + list(model.parameters()) + list(model.buffers()))
     with torch.no_grad(), recorder:
         model(*inputs)
     sync(device)
-    return recorder.ops
+    return {"ops": recorder.ops, "work": provenance.reference_work(recorder)}
 
 
 PLAIN_PHASE_S = 0.4  # CPU: the span of plain calls the runner's clock times
@@ -141,9 +144,12 @@ MAX_PLAIN_REPS = 20000
 
 
 def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
-                after: Callable[[int, Any], None] | None = None) -> None:
+                after: Callable[[int, Any], None] | None = None,
+                observe: tuple[int, Callable[[Any, list[Any]], Any]] | None = None) -> None:
     """Time ``model`` over the input sets; frames around each phase let the
-    runner stamp them with a clock this process cannot reach."""
+    runner stamp them with a clock this process cannot reach. ``observe``
+    (rep, fn): timed repetition ``rep`` is made by ``fn(model, buffers)``
+    instead (the candidate's provenance recorded on one timed call)."""
     device, reps, budget = job["device"], job["time_reps"], job.get("time_budget_s", 10.0)
     meta: dict[str, Any] = {}
     if device == "cuda":
@@ -160,6 +166,7 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
     # cached by buffer identity is stale, and the check after timing sees it.
     buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
     last: list[Any] = [None]
+    armed = [False]
 
     def load(i: int) -> None:
         for buf, src in zip(buffers, sets[i % len(sets)]):
@@ -168,13 +175,18 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
         sync(device)
 
     def call(i: int) -> None:
-        last[0] = model(*buffers)
+        if armed[0] and observe is not None:
+            armed[0] = False
+            last[0] = observe[1](model, buffers)
+        else:
+            last[0] = model(*buffers)
 
     def between(i: int) -> None:
         if after is not None:
             sync(device)
             after(i, last[0])
         load(i + 1)
+        armed[0] = observe is not None and i + 1 == observe[0]
 
     plain_reps = max(3, min(reps, 20))
     with torch.no_grad():
@@ -249,7 +261,9 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                 timing_model = timing_model or build(module, "ModelNew", trial, device)
                 continue
             model = build(module, "ModelNew", trial, device)
-            recorder = guards.OpRecorder(launches)
+            # Every correctness trial runs under the same recorder (no call is singled out).
+            recorder = provenance.Provenance(launches, inputs + list(model.parameters()) + list(model.buffers()),
+                                             provenance.reachable_tensors(model, module))
             threads_before = {t.ident for t in threading.enumerate()}
             native_start = guards.native_thread_count()
             launched = launches.count
@@ -263,6 +277,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             native_after = guards.native_thread_count()
             frame.update(unloaded=list(getattr(model, "_kforge_unloaded", [])))
             frame.update(structure=structure, outputs=outputs, kinds=kinds, ops=recorder.ops,
+                         provenance=recorder.summary(out),
                          launches=launches.count - launched, inputs_after=to_cpu(inputs),
                          stray=guards.stray_work(threads_before, uid if job.get("unique_uid") else -1),
                          tamper=guard.changed() + list(dict.fromkeys(evasion.events)))
@@ -272,8 +287,10 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                 frame["stray"]["threads"].append(f"{native_after - native_start} native thread(s)")
             native_before = native_after
             if index == 0:
-                with torch.no_grad():
-                    again = model(*to_device(trial["inputs"], device))
+                again_inputs = to_device(trial["inputs"], device)
+                # Under a recorder like every correctness call, so the rerun looks like any other.
+                with torch.no_grad(), provenance.Provenance(launches, again_inputs + list(model.parameters())):
+                    again = model(*again_inputs)
                 sync(device)
                 frame["rerun_outputs"] = snapshot_outputs(again)[1]
         except Exception as exc:
@@ -287,8 +304,24 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             kept[i % len(sets)] = snapshot_outputs(out)
             sums.append([i % len(sets), guards.checksums(kept[i % len(sets)][1])])
 
-        emit_timing(job, emit, timing_model, sets, "candidate", after=keep)
-        emit({"kind": "post_timing", "outputs": [kept[i][1] for i in sorted(kept)],
+        watched: dict[str, Any] = {}
+
+        def observe(model: Any, args: list[Any]) -> Any:
+            recorder = provenance.Provenance(launches, list(args) + list(model.parameters()) + list(model.buffers()),
+                                             provenance.reachable_tensors(model, module))
+            with recorder:
+                out = model(*args)
+            watched.update(recorder.summary(out))
+            return out
+
+        # One timed repetition, drawn here where the candidate cannot see it, is
+        # recorded like a correctness call: the timed calls are not unobserved.
+        reps = int(job["time_reps"])
+        rep = 1 + secrets.randbelow(max(1, min(reps, timing.CPU_MIN_REPS) - 1)) if reps >= 2 else -1
+        emit_timing(job, emit, timing_model, sets, "candidate", after=keep, observe=(rep, observe))
+        if watched:
+            watched["set"] = rep % len(sets)
+        emit({"kind": "post_timing", "outputs": [kept[i][1] for i in sorted(kept)], "provenance": watched or None,
               "structures": [kept[i][0] for i in sorted(kept)], "rep_sums": sums,
               "tamper": guard.changed() + list(dict.fromkeys(evasion.events)), "launches": launches.count,
               "launch_names": dict(launches.names)})
