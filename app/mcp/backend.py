@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import anyio
 
 from ..errors import KForgeError
-from ..services.jobs import PROBLEMS_DIR, bundled_problem
+from ..jobs.create import PROBLEMS_DIR, bundled_problem
 from .models import BestKernel, Evaluation, JobStatus
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-TERMINAL = ("succeeded", "failed", "cancelled")
+from ..jobs import status as job_status
+from ..jobs.status import TERMINAL
 
 
 class Evaluation(BaseModel):
@@ -59,7 +60,7 @@ class CandidateBrief(BaseModel):
 
 class JobStatus(BaseModel):
     job_id: str
-    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+    status: Literal[tuple(s.value for s in job_status.JobStatus)]  # type: ignore[valid-type]
     done: bool = Field(description="The job reached a final status.")
     kind: str
     problem: str
