@@ -31,9 +31,9 @@ from ..jobs.create import create_job
 from ..jobs.lease import unfinished_jobs
 from ..schemas import JobCreate
 from ..settings import Settings, get_settings
-from .backend import JobSpec, Progress, Source
+from .backend import Progress, Source, Submission
 from .knowledge import local_knowledge, strategy_filters
-from .models import BestKernel, Evaluation, JobStatus
+from .models import BestKernel, Evaluation, JobReport
 
 log = logging.getLogger("kforge.mcp")
 LOCAL_USER = "mcp"
@@ -92,7 +92,7 @@ class EmbeddedBackend:
 
     # -- jobs ---------------------------------------------------------------
 
-    async def submit(self, spec: JobSpec) -> JobStatus:
+    async def submit(self, spec: Submission) -> JobReport:
         # The server's device is the default, except for backend cpu, which runs on the CPU whatever it says.
         default = {} if spec.options.get("backend") == "cpu" else {"device": self.settings.device}
         body = JobCreate.model_validate({**default, **spec.body()})
@@ -104,7 +104,7 @@ class EmbeddedBackend:
             self._run_in_background(job_id)
             return self._detail(job_id)
 
-        return JobStatus.of(await anyio.to_thread.run_sync(create))
+        return JobReport.of(await anyio.to_thread.run_sync(create))
 
     async def job_detail(self, job_id: str) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(self._detail, job_id)
