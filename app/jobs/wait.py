@@ -82,8 +82,9 @@ async def listen_redis(url: str, hub: Hub) -> None:
 
 async def listen_postgres(url: str, hub: Hub) -> None:
     import psycopg
+    from sqlalchemy.engine import make_url
 
-    conninfo = url.replace("postgresql+psycopg://", "postgresql://", 1)
+    conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
         await conn.execute(f"LISTEN {CHANNEL}")
         hub.up.set()
