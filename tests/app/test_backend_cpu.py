@@ -10,14 +10,14 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from app.deps import settings as settings_dep
 from app.api.main import create_app
+from app.auth.tokens import create_token
 from app.backends import BACKENDS, BackendError, device_for
 from app.compose import eval_options
 from app.db.migrate import upgrade_database
 from app.db.models import Job
 from app.db.session import engine_for
-from app.auth.tokens import create_token
+from app.deps import settings as settings_dep
 from app.settings import Settings
 from tests.conftest import ROOT, eval_json, run_kforge
 

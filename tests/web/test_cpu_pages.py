@@ -18,14 +18,14 @@ import pytest
 import uvicorn
 from sqlalchemy.orm import Session
 
-from app.deps import settings as settings_dep
 from app.api.main import create_app
+from app.auth.tokens import create_token
 from app.batch.report import write_reports
 from app.db.migrate import upgrade_database
 from app.db.models import Candidate, Job
 from app.db.session import engine_for
+from app.deps import settings as settings_dep
 from app.kb.sql_store import SqlStore
-from app.auth.tokens import create_token
 from app.settings import Settings
 from app.web.batch_runs import batch_dir
 from knowledge_base.model import ArchiveEntry

@@ -12,10 +12,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.api.main import create_app
+from app.auth.tokens import create_token
 from app.db.migrate import upgrade_database
 from app.db.models import Candidate, Job
 from app.db.session import engine_for
-from app.auth.tokens import create_token
 from app.deps import settings as settings_dep
 from app.settings import Settings
 from app.web.batch_runs import batch_dir
