@@ -40,7 +40,7 @@ RUN python -c "import tomllib; deps = tomllib.load(open('/src/pyproject.toml', '
 # ---------------------------------------------------------------------------------
 # source: the files the service needs at run time, laid out as in the repository.
 # The code finds alembic.ini, migrations/ and problems/ next to its packages
-# (app/cli/service_cmd.py, app/services/jobs.py), hence an editable install of
+# (app/db/migrate.py, app/jobs/create.py), hence an editable install of
 # this tree rather than a wheel.
 FROM scratch AS source
 COPY pyproject.toml README.md alembic.ini /opt/kforge/

@@ -1,1 +1,1 @@
-"""LLM providers, planner / coder / verifier roles, the search loop (issue 3)."""
+"""LLM providers, planner / coder / verifier roles, the search loop, the offline engine."""

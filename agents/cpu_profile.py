@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from knowledge_base.signature import cpu_arch, cpu_flags
+from knowledge_base.problem_identity import cpu_arch, cpu_flags
 
 
 def describe_ops(rows: list[dict[str, Any]], limit: int = 10) -> str:

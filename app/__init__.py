@@ -1,1 +1,3 @@
-"""The composition root: settings, CLI, and (later) API, workers and dashboard."""
+"""KForge's service and entry points: the CLI, the REST API and dashboard, the
+Celery workers and the MCP server, with the jobs, the knowledge base and batch
+runs below them (docs/architecture.md, "Inside app/")."""

@@ -45,6 +45,8 @@ class Settings(BaseSettings):
     auth_cache_s: float = Field(default=10.0, ge=0)
     # The longest /v1/evaluate may hold a request open waiting for its verdict (wait_s is capped to it).
     api_max_wait_s: float = Field(default=600.0, ge=0)
+    # The dashboard's batch pages: a folder of run folders (each the --out of a `kforge batch run`).
+    batch_dir: Path | None = None
     cpu_threads: int | None = Field(default=None, ge=1, description="Threads of the cpu backend's kernels and "
                                     "baselines (same for both); unset: the cores the sandbox grants")
     openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from agents.offline import OfflineEngine  # noqa: E402
 from agents.search import Search, SearchConfig  # noqa: E402
-from knowledge_base.service import KnowledgeBase  # noqa: E402
+from knowledge_base.facade import KnowledgeBase  # noqa: E402
 from sandbox import EvalOptions, Judge, list_problems  # noqa: E402
 
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from knowledge_base.signature import arch_of
+from knowledge_base.problem_identity import arch_of
 
 from ..context import Context, Evaluator, NoStrategies, StrategySource
 from ..providers import Completion, Provider

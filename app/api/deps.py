@@ -1,35 +1,24 @@
-"""Dependencies, declared once as Annotated aliases: the settings, the unit of
-work (`Db`, app/api/unit.py), the current user and the rate limit. The cheap
+"""Dependencies of the API, declared once as Annotated aliases: the unit of
+work (`Db`, app/api/unit.py), the current user and the rate limit (the settings
+and the bearer token are shared with the dashboard: app/deps.py). The cheap
 ones are `async`: FastAPI runs a sync dependency in a thread-pool trip of its
 own, which under load costs more than the work (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import lru_cache
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy import event
-from sqlalchemy.orm import Session
 
+from ..auth.tokens import TokenCache
 from ..db.models import User
-from ..db.session import session_factory
-from ..errors import NotAuthenticated, RateLimited
-from ..services.tokens import TokenCache
-from ..settings import Settings, get_settings
+from ..deps import SettingsDep, bearer_token
+from ..errors import RateLimited
 from .ratelimit import Limiter, key_for, make_limiter, retry_after
-from .unit import Db, enqueue_after_commit, send
+from .unit import Db
 
-__all__ = ["CurrentUser", "Db", "DbDep", "RateLimit", "SettingsDep", "bearer_token", "enqueue_after_commit",
-           "get_session"]
-
-
-async def settings() -> Settings:  # async: a sync dependency would cost a thread-pool trip
-    return get_settings()
-
-
-SettingsDep = Annotated[Settings, Depends(settings)]
+__all__ = ["CurrentUser", "Db", "DbDep", "RateLimit", "SettingsDep"]
 
 
 async def db(settings: SettingsDep) -> Db:
@@ -37,43 +26,6 @@ async def db(settings: SettingsDep) -> Db:
 
 
 DbDep = Annotated[Db, Depends(db)]
-
-
-def get_session(settings: Settings = Depends(get_settings)) -> Iterator[Session]:
-    """The dashboard's session (its pages are sync handlers): commits when the
-    handler returns, rolls back on error; queued jobs are sent after the commit."""
-    session = session_factory(settings.db_url)()
-    session.info["enqueue"] = []
-
-    @event.listens_for(session, "after_commit")
-    def _send(sess: Session) -> None:
-        send(sess.info.pop("enqueue", []))
-        sess.info["enqueue"] = []
-
-    @event.listens_for(session, "after_rollback")
-    def _drop(sess: Session) -> None:
-        sess.info["enqueue"] = []
-
-    try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
-
-
-def bearer_token(request: Request) -> str:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    cookie = request.cookies.get("kforge_token")
-    if cookie:
-        return cookie
-    raise NotAuthenticated("missing API token: send `Authorization: Bearer <token>` (create one with "
-                           "`kforge token create NAME`)")
 
 
 @lru_cache

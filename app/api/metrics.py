@@ -1,8 +1,7 @@
-"""Prometheus counters and histograms of the API."""
+"""Prometheus histograms of the API (the jobs' counters: app/jobs/metrics.py)."""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Histogram
 
-JOBS_SUBMITTED = Counter("kforge_jobs_submitted_total", "Jobs submitted", ["kind", "queue"])
 REQUEST_SECONDS = Histogram("kforge_request_seconds", "HTTP request latency", ["method", "route", "status"])

@@ -3,11 +3,11 @@ sync dependency and handler in its own trip through the thread pool, and under
 load those hand-offs cost more than the queries (docs/benchmarks.md). A
 request makes one trip: `await db.run(fn)` opens a session, calls
 `fn(session)`, commits, sends the jobs it queued to the broker (after the
-commit: a worker must find the row), and closes."""
+commit: a worker must find the row; app/jobs/broker.py), announces the jobs
+it finished, and closes."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TypeVar
@@ -16,24 +16,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from ..db.models import Job
 from ..db.session import engine_for
-from ..worker.celery_app import enqueue
+from ..jobs.broker import after_commit
 
-log = logging.getLogger("kforge.api")
 T = TypeVar("T")
-
-
-def send(queued: list[tuple[str, str]]) -> None:
-    for job_id, queue in queued:
-        try:
-            enqueue(job_id, queue)
-        except Exception:  # broker down: the job is stored; the workers' reaper sends it later
-            log.warning("could not enqueue job %s now; it stays queued for the reaper", job_id, exc_info=True)
-
-
-def enqueue_after_commit(session: Session, job: Job) -> None:
-    session.info.setdefault("enqueue", []).append((job.id, job.queue))
 
 
 class StaleConnection(Exception):
@@ -82,5 +68,5 @@ class Db:
             except BaseException:
                 session.rollback()
                 raise
-            send(session.info.pop("enqueue", []))
+            after_commit(session)
         return result

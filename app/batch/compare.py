@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .runner import BatchError
+from .run import BatchError
 
 
 def load_report(run: Path) -> dict[str, Any]:

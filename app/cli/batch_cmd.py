@@ -25,10 +25,10 @@ from sandbox import JudgeError
 from ..backends import BackendError
 from ..batch.baselines import default_path
 from ..batch.compare import compare
-from ..batch.runner import BatchError, BatchRequest, rewrite_reports, run_batch
+from ..batch.run import BatchError, BatchRequest, rewrite_reports, run_batch
 from ..batch.suite import suite_root
+from ..batch.task import KB_MODES
 from ..batch.text import fmt, headline_rows
-from ..batch.worker import KB_MODES
 from ..compose import eval_options
 from ..settings import get_settings
 

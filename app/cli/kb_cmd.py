@@ -43,7 +43,7 @@ def search(query: Annotated[str, typer.Argument()], k: Annotated[int, typer.Opti
 @kb_app.command("show")
 def show(strategy_id: Annotated[str, typer.Argument()]) -> None:
     """One strategy with its evidence, as JSON."""
-    from knowledge_base.service import UnknownStrategy
+    from knowledge_base.facade import UnknownStrategy
 
     try:
         sys.stdout.write(json.dumps(_kb().show(strategy_id), indent=1) + "\n")

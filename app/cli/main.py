@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "selftest": ("app.cli.selftest_cmd", "selftest_command", "command",
                  "Check the judge on this machine: solutions, red-team cheats, offline engine, timing quality."),
     "kb": ("app.cli.kb_cmd", "kb_app", "group", "The knowledge base: search, show, export, import."),
-    "mcp": ("app.mcp.cli", "mcp_command", "command", "MCP server for coding agents (stdio by default; --transport http)."),
+    "mcp": ("app.cli.mcp_cmd", "mcp_command", "command", "MCP server for coding agents (stdio by default; --transport http)."),
 }
 
 

@@ -22,7 +22,7 @@ from sandbox import EvalOptions, JudgeError
 
 from ..backends import check_backend
 from ..compose import build_search, eval_options
-from ..kb.learning import learn
+from ..kb.job_lessons import learn
 from ..settings import get_settings
 
 err = Console(stderr=True)

@@ -30,8 +30,8 @@ def db_upgrade() -> None:
 def token_create(name: Annotated[str, typer.Argument(help="User name; created on first use.")],
                  admin: Annotated[bool, typer.Option("--admin", help="The user may read every job.")] = False) -> None:
     """Create an API token; it is printed once, on the last line."""
+    from ..auth.tokens import create_token
     from ..db.session import transaction
-    from ..services.tokens import create_token
 
     settings = get_settings()
     if settings.db_url.startswith("sqlite"):

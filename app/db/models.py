@@ -11,8 +11,6 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from .base import Base, UTCDateTime, utcnow
 
-JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-
 
 class User(Base):
     __tablename__ = "users"
@@ -46,7 +44,7 @@ class Job(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=lambda: str(uuid.uuid4()))
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     kind: Mapped[str] = mapped_column(String(16), default="optimize")  # optimize | evaluate
-    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)  # app.jobs.JobStatus
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     problem_name: Mapped[str] = mapped_column(String(200))
     reference: Mapped[str] = mapped_column(Text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from knowledge_base.service import KnowledgeBase
+from knowledge_base.facade import KnowledgeBase
 
 from ..settings import get_settings
 from .sql_store import SqlStore

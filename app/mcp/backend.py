@@ -15,8 +15,8 @@ from typing import Any, Protocol
 import anyio
 
 from ..errors import KForgeError
-from ..services.jobs import PROBLEMS_DIR, bundled_problem
-from .models import BestKernel, Evaluation, JobStatus
+from ..jobs.create import PROBLEMS_DIR, bundled_problem
+from .models import BestKernel, Evaluation, JobReport
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 POLL_S = 1.0
@@ -47,7 +47,7 @@ class Source:
 
 
 @dataclass
-class JobSpec:
+class Submission:
     """submit_optimization's arguments, in the REST API's JobCreate terms."""
 
     reference: Source
@@ -66,7 +66,7 @@ class Backend(Protocol):
     async def evaluate(self, reference: Source, candidate: str, device: str | None, gpu_kind: str | None,
                        progress: Progress) -> Evaluation: ...
 
-    async def submit(self, spec: JobSpec) -> JobStatus: ...
+    async def submit(self, spec: Submission) -> JobReport: ...
 
     async def job_detail(self, job_id: str) -> dict[str, Any]: ...
 
@@ -78,16 +78,16 @@ class Backend(Protocol):
     async def close(self) -> None: ...
 
 
-async def follow(backend: Backend, job_id: str, wait_s: float, progress: Progress) -> JobStatus:
+async def follow(backend: Backend, job_id: str, wait_s: float, progress: Progress) -> JobReport:
     """The job's status, after waiting up to ``wait_s`` for it to finish while
     reporting its rounds and candidates as progress."""
     report = JobProgress(progress)
-    status = JobStatus.of(await backend.job_detail(job_id))
+    status = JobReport.of(await backend.job_detail(job_id))
     deadline = time.monotonic() + wait_s
     while not status.done and time.monotonic() < deadline:
         await report(status)
         await anyio.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
-        status = JobStatus.of(await backend.job_detail(job_id))
+        status = JobReport.of(await backend.job_detail(job_id))
     await report(status)
     return status
 
@@ -99,7 +99,7 @@ class JobProgress:
     def __init__(self, progress: Progress) -> None:
         self.progress, self.value, self.message = progress, -1.0, ""
 
-    async def __call__(self, status: JobStatus) -> None:
+    async def __call__(self, status: JobReport) -> None:
         message = status.line()
         if message == self.message or self.value >= 1.0:
             return

@@ -4,7 +4,7 @@
   in a worker thread so the event loop keeps answering and reporting progress.
 - submit: a job in the service database (KFORGE_DATABASE_URL, or the SQLite
   file in KFORGE_DATA_DIR that `kforge serve` uses), run by a background
-  thread of this process with the workers' own `execute_job`: same lease,
+  thread of this process with the workers' own `execute_job` (app/worker/execute.py): same lease,
   heartbeat and per-attempt persistence. `kforge serve` shows these jobs; a
   job left running when this process exits resumes when `kforge mcp` starts
   again or when a `kforge worker`/`serve` reaper finds its stale heartbeat.
@@ -24,14 +24,16 @@ from sqlalchemy import select
 
 from sandbox import JudgeError
 
-from ..db.models import Job, User
+from ..db.models import User
 from ..db.session import transaction
+from ..jobs import views as svc
+from ..jobs.create import create_job
+from ..jobs.lease import unfinished_jobs
 from ..schemas import JobCreate
-from ..services import jobs as svc
 from ..settings import Settings, get_settings
-from .backend import JobSpec, Progress, Source
+from .backend import Progress, Source, Submission
 from .knowledge import local_knowledge, strategy_filters
-from .models import BestKernel, Evaluation, JobStatus
+from .models import BestKernel, Evaluation, JobReport
 
 log = logging.getLogger("kforge.mcp")
 LOCAL_USER = "mcp"
@@ -90,19 +92,19 @@ class EmbeddedBackend:
 
     # -- jobs ---------------------------------------------------------------
 
-    async def submit(self, spec: JobSpec) -> JobStatus:
+    async def submit(self, spec: Submission) -> JobReport:
         # The server's device is the default, except for backend cpu, which runs on the CPU whatever it says.
         default = {} if spec.options.get("backend") == "cpu" else {"device": self.settings.device}
         body = JobCreate.model_validate({**default, **spec.body()})
 
         def create() -> dict[str, Any]:
             with transaction(self.settings.db_url) as s:
-                job = svc.create_job(s, self._user(s), body)
+                job = create_job(s, self._user(s), body)
                 job_id = job.id
             self._run_in_background(job_id)
             return self._detail(job_id)
 
-        return JobStatus.of(await anyio.to_thread.run_sync(create))
+        return JobReport.of(await anyio.to_thread.run_sync(create))
 
     async def job_detail(self, job_id: str) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(self._detail, job_id)
@@ -151,8 +153,7 @@ class EmbeddedBackend:
 
             upgrade_database(self.settings.db_url)
         with transaction(self.settings.db_url) as s:
-            unfinished = s.scalars(select(Job.id).join(User, Job.owner_id == User.id).where(
-                User.name == LOCAL_USER, Job.status.in_(("queued", "running")))).all()
+            unfinished = unfinished_jobs(s, LOCAL_USER)
         for job_id in unfinished:
             self._run_in_background(job_id)
 
@@ -165,7 +166,7 @@ class EmbeddedBackend:
                 self._runner.start()
 
     def _run_jobs(self) -> None:
-        from ..worker.runner import execute_job
+        from ..worker.execute import execute_job
 
         while True:
             job_id = self._jobs.get()

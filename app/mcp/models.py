@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-TERMINAL = ("succeeded", "failed", "cancelled")
+from ..jobs import status as job_status
+from ..jobs.status import TERMINAL
 
 
 class Evaluation(BaseModel):
@@ -57,9 +58,9 @@ class CandidateBrief(BaseModel):
     reasons: list[str] = Field(description="The first few reasons it failed, if it did.")
 
 
-class JobStatus(BaseModel):
+class JobReport(BaseModel):
     job_id: str
-    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+    status: Literal[tuple(s.value for s in job_status.JobStatus)]  # type: ignore[valid-type]
     done: bool = Field(description="The job reached a final status.")
     kind: str
     problem: str
@@ -76,7 +77,7 @@ class JobStatus(BaseModel):
     recent: list[CandidateBrief] = Field(default_factory=list, description="The last candidates judged.")
 
     @classmethod
-    def of(cls, detail: dict[str, Any], recent: int = 5) -> JobStatus:
+    def of(cls, detail: dict[str, Any], recent: int = 5) -> JobReport:
         cands = [c for r in detail.get("rounds", []) for c in r["candidates"]]
         planned = int((detail.get("config") or {}).get("max_rounds", 0)) + 1
         rounds_done = len(detail.get("rounds", []))

@@ -14,9 +14,9 @@ import anyio
 import httpx
 
 from ..errors import BadRequest, Conflict, KForgeError, NotAuthenticated, NotFound
-from .backend import POLL_S, JobSpec, Progress, Source, Unavailable, best_from_detail
+from .backend import POLL_S, Progress, Source, Submission, Unavailable, best_from_detail
 from .knowledge import KnowledgeUnavailable
-from .models import TERMINAL, BestKernel, Evaluation, JobStatus
+from .models import TERMINAL, BestKernel, Evaluation, JobReport
 
 FIRST_WAIT_S = 3.0      # wait_s of POST /v1/evaluate; polling (with progress) takes over after it
 EVAL_LIMIT_S = 900.0    # give up on a verdict after this long (the job goes on; job_status follows it)
@@ -74,9 +74,9 @@ class RemoteBackend:
             raise Unavailable(f"evaluation job {job['id']} {job['status']}: {job.get('error') or 'no result'}")
         return Evaluation.of(job["result"], job_id=job["id"])
 
-    async def submit(self, spec: JobSpec) -> JobStatus:
+    async def submit(self, spec: Submission) -> JobReport:
         created = (await self._call("POST", "/v1/jobs", json=spec.body())).json()
-        return JobStatus.of({**created, "config": {"max_rounds": spec.options.get("max_rounds", 3)}, "rounds": []})
+        return JobReport.of({**created, "config": {"max_rounds": spec.options.get("max_rounds", 3)}, "rounds": []})
 
     async def job_detail(self, job_id: str) -> dict[str, Any]:
         return (await self._call("GET", f"/v1/jobs/{job_id}")).json()

@@ -21,8 +21,8 @@ from sandbox import list_problems as suite
 from ..backends import Backend, device_for
 from ..errors import KForgeError
 from .backend import Backend as Service
-from .backend import JobSpec, Source, follow, problems_dir
-from .models import BestKernel, Evaluation, JobStatus, ProblemInfo, ProblemList, StrategyHits
+from .backend import Source, Submission, follow, problems_dir
+from .models import BestKernel, Evaluation, JobReport, ProblemInfo, ProblemList, StrategyHits
 
 log = logging.getLogger("kforge.mcp")
 
@@ -104,12 +104,12 @@ def build_server(service: Service) -> MCPServer:
         max_cost_usd: Annotated[float | None, Field(gt=0)] = None,
         name: Annotated[str | None, Field(max_length=200, description="Display name.")] = None,
         wait_s: WaitS = 0,
-    ) -> Annotated[CallToolResult, JobStatus]:
+    ) -> Annotated[CallToolResult, JobReport]:
         """Start KForge's search for a faster verified kernel as a background job and return its id and
         status. Follow it with job_status (wait_s there waits and reports progress) and fetch the result with
         best_kernel."""
         with tool_errors():
-            spec = JobSpec(Source.of(reference), {
+            spec = Submission(Source.of(reference), {
                 "max_rounds": max_rounds, "provider": provider, "model": model, "backend": backend,
                 "device": device, "gpu_kind": gpu_kind, "candidates_per_round": candidates_per_round,
                 "target_speedup": target_speedup, "max_cost_usd": max_cost_usd, "name": name})
@@ -119,7 +119,7 @@ def build_server(service: Service) -> MCPServer:
             return result(status)
 
     @server.tool(title="Follow a job", annotations=read_only)
-    async def job_status(ctx: Context, job_id: JobId, wait_s: WaitS = 0) -> Annotated[CallToolResult, JobStatus]:
+    async def job_status(ctx: Context, job_id: JobId, wait_s: WaitS = 0) -> Annotated[CallToolResult, JobReport]:
         """A job's status (queued, running, succeeded, failed, cancelled) and progress: rounds done of those
         planned, candidates judged and passed, the best speedup so far, and the last candidates with their
         verdicts and reasons. With wait_s, waits for the job to finish, reporting progress meanwhile."""
@@ -167,7 +167,7 @@ def build_server(service: Service) -> MCPServer:
     return server
 
 
-def result(model: Evaluation | JobStatus | BestKernel | ProblemList | StrategyHits) -> CallToolResult:
+def result(model: Evaluation | JobReport | BestKernel | ProblemList | StrategyHits) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=model.summary())],
                           structured_content=model.model_dump(mode="json"))
 

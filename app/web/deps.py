@@ -13,11 +13,11 @@ from urllib.parse import parse_qsl
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from ..api.deps import bearer_token, get_session
+from ..auth.tokens import authenticate
 from ..db.models import User
+from ..deps import bearer_token, get_session
 from ..errors import BadRequest
 from ..schemas import MAX_SOURCE
-from ..services.tokens import authenticate
 
 WebSession = Annotated[Session, Depends(get_session, scope="function")]
 FORM_LIMIT = 2 * MAX_SOURCE + 64_000

@@ -18,8 +18,9 @@ from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy.orm import Session, joinedload
 
 from ..backends import BACKENDS
-from ..db.models import JOB_STATUSES, Job, User
-from ..services.jobs import candidate_counts
+from ..db.models import Job, User
+from ..jobs.status import JobStatus
+from ..jobs.views import candidate_counts
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
@@ -41,7 +42,7 @@ class Filters:
         f = cls(q=params.get("q", "").strip()[:200], gpu=params.get("gpu", "").strip().lower()[:32],
                 owner=params.get("owner", "").strip()[:100] if admin else "")
         status, backend = params.get("status", ""), params.get("backend", "")
-        f.status = status if status in JOB_STATUSES else ""
+        f.status = status if status in tuple(JobStatus) else ""
         f.backend = backend if backend in BACKENDS else ""
         if status and not f.status:
             f.errors.append(f"unknown status {status!r} ignored")

@@ -8,10 +8,11 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..db.models import Candidate, Job
-from ..services import jobs as svc
+from ..jobs import views as svc
+from ..jobs.status import LIVE
 from .chart import best_speedup_chart
 
-LIVE_STATUSES = ("queued", "running")
+LIVE_STATUSES = LIVE
 
 
 def check_rows(cand: dict[str, Any]) -> tuple[list[dict[str, str]], list[str]]:

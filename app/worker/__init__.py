@@ -1,1 +1,2 @@
-"""Celery app, tasks and the job runner the tasks call."""
+"""The Celery worker: tasks.py (the task and the reaper) and execute.py (one job
+run to its end); the Celery app itself is app/jobs/broker.py."""

@@ -4,26 +4,23 @@ No retry on programming errors; database and broker hiccups retry with
 exponential back-off. A reaper thread in every worker re-enqueues jobs whose
 worker died (stale heartbeat) and queued jobs whose message was lost (a
 broker restart); on Redis a queued job whose message still waits is left
-alone, so an idle queue does not fill with copies. The lease in
-``runner.claim`` makes any duplicate harmless.
+alone, so an idle queue does not fill with copies. The lease
+(``app.jobs.lease.claim``) makes any duplicate harmless.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from datetime import timedelta
 
 from celery.signals import worker_ready
-from sqlalchemy import select, update
 from sqlalchemy.exc import OperationalError
 
-from ..db.base import utcnow
-from ..db.models import Job
 from ..db.session import transaction
+from ..jobs.broker import celery_app, enqueue, waiting_in_broker
+from ..jobs.lease import mark_sent, to_reap
 from ..settings import get_settings
-from .celery_app import celery_app, enqueue, waiting_in_broker
-from .runner import execute_job
+from .execute import execute_job
 
 log = logging.getLogger("kforge.worker")
 app = celery_app()
@@ -38,20 +35,14 @@ def run_job(self, job_id: str) -> str:  # noqa: ANN001  (Celery's bound task)
 def reap_once(requeue_after_s: float | None = None) -> list[str]:
     """Re-enqueue stale running jobs and long-queued ones; returns their ids."""
     settings = get_settings()
-    now = utcnow()
-    stale = now - timedelta(seconds=settings.stale_after_s)
-    long_ago = now - timedelta(seconds=requeue_after_s or max(settings.stale_after_s, 30.0))
     with transaction(settings.db_url) as s:
-        rows = s.execute(select(Job.id, Job.queue, Job.status).where(
-            ((Job.status == "running") & (Job.heartbeat_at < stale))
-            | ((Job.status == "queued") & ((Job.heartbeat_at.is_(None) & (Job.created_at < long_ago))
-                                            | (Job.heartbeat_at < long_ago))))).all()
+        rows = to_reap(s, settings.stale_after_s, requeue_after_s or max(settings.stale_after_s, 30.0))
         in_broker = set().union(*(_still_waiting(q, [r[0] for r in rows if r[1] == q and r[2] == "queued"])
                                 for q in {r[1] for r in rows}))
         rows = [r for r in rows if r[0] not in in_broker]
         for job_id, _, status in rows:
-            if status == "queued":  # heartbeat of a queued job = when it was last enqueued
-                s.execute(update(Job).where(Job.id == job_id).values(heartbeat_at=now))
+            if status == "queued":
+                mark_sent(s, job_id)
     for job_id, queue, _ in rows:
         enqueue(job_id, queue)
     return [r[0] for r in rows]

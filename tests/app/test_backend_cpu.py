@@ -10,15 +10,15 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from app.api.deps import settings as api_settings
 from app.api.main import create_app
+from app.auth.tokens import create_token
 from app.backends import BACKENDS, BackendError, device_for
 from app.compose import eval_options
 from app.db.migrate import upgrade_database
 from app.db.models import Job
 from app.db.session import engine_for
-from app.services.tokens import create_token
-from app.settings import Settings, get_settings
+from app.deps import settings as settings_dep
+from app.settings import Settings
 from tests.conftest import ROOT, eval_json, run_kforge
 
 RELU = ROOT / "problems" / "level1" / "1_relu_scale.py"
@@ -68,8 +68,7 @@ def api(tmp_path: Path):
         _, token = create_token(s, "alice")
     app = create_app()
     settings = Settings(database_url=url, data_dir=tmp_path)
-    app.dependency_overrides[get_settings] = lambda: settings  # the dashboard's routes
-    app.dependency_overrides[api_settings] = lambda: settings  # the API's (async) routes
+    app.dependency_overrides[settings_dep] = lambda: settings  # the one settings dependency (API and dashboard)
     with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as client:
         yield client, url
 

@@ -1,4 +1,4 @@
-"""Synthetic batch records for metric and report tests (the shape worker.py writes)."""
+"""Synthetic batch records for metric and report tests (the shape task.py writes)."""
 
 from __future__ import annotations
 

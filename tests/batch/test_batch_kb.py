@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from app.batch.runner import task_dir
+from app.batch.run import task_dir
 from tests.conftest import ROOT, run_kforge
 
 GELU = ROOT / "problems" / "level1" / "2_gelu.py"

@@ -10,8 +10,8 @@ from app.batch.baselines import BaselineCache
 from app.batch.compare import change, compare
 from app.batch.heldout import SCALES, held_out, scaled_source
 from app.batch.report import write_reports
-from app.batch.runner import BatchError
-from app.batch.worker import final_evaluation, speedups
+from app.batch.run import BatchError
+from app.batch.task import final_evaluation, speedups
 from sandbox import EvalOptions, ProblemError, load_problem
 from tests.batch.records import gpu_run, record
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from knowledge_base import KnowledgeBase, arch_of, problem_signature
 from knowledge_base.filters import arch_allows
-from knowledge_base.signature import cpu_arch, host_cpu_flags
+from knowledge_base.problem_identity import cpu_arch, host_cpu_flags
 
 from .samples import SOFTMAX_REF, softmax_analysis, softmax_trajectory
 

@@ -14,8 +14,8 @@ from sqlalchemy import update
 from app.db.base import utcnow
 from app.db.models import Job, User
 from app.db.session import transaction
+from app.jobs.broker import celery_app
 from app.settings import get_settings
-from app.worker.celery_app import celery_app
 from app.worker.tasks import reap_once
 
 

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.orm import Session
 
-from app.services.tokens import create_token
+from app.auth.tokens import create_token
 from tests.service.conftest import pg_url, procs, redis_server, service_env  # noqa: F401  (fixtures)
 
 CHROMIUM = "/usr/bin/chromium"

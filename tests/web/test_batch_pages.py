@@ -14,13 +14,14 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.api.main import create_app
+from app.auth.tokens import create_token
 from app.batch.report import write_reports
 from app.db.migrate import upgrade_database
 from app.db.session import engine_for
+from app.deps import settings as settings_dep
 from app.errors import NotFound
-from app.services.tokens import create_token
-from app.settings import Settings, get_settings
-from app.web.batch import batch_dir, load_run
+from app.settings import Settings
+from app.web.batch_runs import batch_dir, load_run
 
 
 def record(problem: str, correct: bool, device: str, eager: float | None = None, compile_: float | None = None) -> dict:
@@ -53,7 +54,7 @@ def client(tmp_path: Path, runs: Path):
     with Session(engine_for(url)) as s, s.begin():
         _, token = create_token(s, "alice")
     app = create_app()
-    app.dependency_overrides[get_settings] = lambda: Settings(database_url=url, data_dir=tmp_path)
+    app.dependency_overrides[settings_dep] = lambda: Settings(database_url=url, data_dir=tmp_path)
     app.dependency_overrides[batch_dir] = lambda: runs
     with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as c:
         yield c

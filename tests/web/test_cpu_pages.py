@@ -18,16 +18,16 @@ import pytest
 import uvicorn
 from sqlalchemy.orm import Session
 
-from app.api.deps import settings as api_settings
 from app.api.main import create_app
+from app.auth.tokens import create_token
 from app.batch.report import write_reports
 from app.db.migrate import upgrade_database
 from app.db.models import Candidate, Job
 from app.db.session import engine_for
+from app.deps import settings as settings_dep
 from app.kb.sql_store import SqlStore
-from app.services.tokens import create_token
-from app.settings import Settings, get_settings
-from app.web.batch import batch_dir
+from app.settings import Settings
+from app.web.batch_runs import batch_dir
 from knowledge_base.model import ArchiveEntry
 from tests.batch.test_cpu_reports import cpu_run
 from tests.service.conftest import free_port
@@ -72,8 +72,7 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
                                                         "config": {"backend": "cpu"}, "fit_memory_gb": 1.0})
     app = create_app()
     settings = Settings(database_url=url, data_dir=tmp_path)
-    app.dependency_overrides[get_settings] = lambda: settings  # routes that take the session
-    app.dependency_overrides[api_settings] = lambda: settings  # routes that take SettingsDep (the API's async one)
+    app.dependency_overrides[settings_dep] = lambda: settings  # the one settings dependency (API and dashboard)
     app.dependency_overrides[batch_dir] = lambda: runs
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

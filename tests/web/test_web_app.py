@@ -12,12 +12,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.api.main import create_app
+from app.auth.tokens import create_token
 from app.db.migrate import upgrade_database
 from app.db.models import Candidate, Job
 from app.db.session import engine_for
-from app.services.tokens import create_token
-from app.settings import Settings, get_settings
-from app.web.batch import batch_dir
+from app.deps import settings as settings_dep
+from app.settings import Settings
+from app.web.batch_runs import batch_dir
 from app.web.chart import best_speedup_chart
 from app.web.diff import side_by_side
 from app.web.listing import Filters
@@ -65,7 +66,7 @@ def site(tmp_path: Path):
                           "correctness": "fail"}, "check_details": {"compile": "built in 0.2 s", "correctness": "3 differ"},
                           "speedup": None, "timing": {}}))
     app = create_app()
-    app.dependency_overrides[get_settings] = lambda: Settings(database_url=url, data_dir=tmp_path)
+    app.dependency_overrides[settings_dep] = lambda: Settings(database_url=url, data_dir=tmp_path)
     client = TestClient(app)
     yield {"client": client, "job": job_id, "alice": alice_token, "bob": bob_token, "root": root_token}
     client.close()

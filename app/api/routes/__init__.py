@@ -1,1 +1,1 @@
-"""Route modules; handlers stay a few lines, logic lives in app/services."""
+"""Route modules; handlers stay a few lines, logic lives in app/jobs, app/kb and app/auth."""

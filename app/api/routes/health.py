@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from sqlalchemy import text
 
 from ...db.session import engine_for
-from ...worker.celery_app import celery_app
+from ...jobs.broker import celery_app
 from ..deps import SettingsDep
 from ..errors import error_response, responses
 

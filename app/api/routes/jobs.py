@@ -7,22 +7,26 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response, status
 from sqlalchemy.orm import Session
 
+from ...jobs import core_views as views
+from ...jobs import views as svc
+from ...jobs.broker import enqueue_after_commit
+from ...jobs.create import create_job
+from ...jobs.lease import cancel_job
+from ...jobs.metrics import JOBS_SUBMITTED
+from ...jobs.status import JobStatus
 from ...schemas import JobCreate, JobDetail, JobOut, JobPage, Text
-from ...services import job_views as views
-from ...services import jobs as svc
-from ..deps import CurrentUser, DbDep, RateLimit, enqueue_after_commit
+from ..deps import CurrentUser, DbDep, RateLimit
 from ..errors import responses
-from ..metrics import JOBS_SUBMITTED
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[RateLimit], responses=responses(401, 422, 429, 500))
-Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+Status = Literal[tuple(s.value for s in JobStatus)]  # type: ignore[valid-type]  # the one list, as a schema enum
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=JobOut, responses=responses(400),
              summary="Submit an optimisation job (reference source or a bundled problem)")
 async def submit(body: JobCreate, db: DbDep, user: CurrentUser) -> dict:
     def create(session: Session) -> dict:
-        job = svc.create_job(session, user, body)
+        job = create_job(session, user, body)
         enqueue_after_commit(session, job)
         return svc.job_out(job, 0, owner=user.name)
 
@@ -47,7 +51,7 @@ async def get(job_id: str, db: DbDep, user: CurrentUser) -> dict:
 
 @router.post("/{job_id}/cancel", response_model=JobOut, responses=responses(404, 409), summary="Cancel a queued or running job")
 async def cancel(job_id: str, db: DbDep, user: CurrentUser) -> dict:
-    return await db.run(lambda s: svc.job_summary(s, svc.cancel_job(s, user, job_id)))
+    return await db.run(lambda s: svc.job_summary(s, cancel_job(s, user, job_id)))
 
 
 @router.get("/{job_id}/best", response_class=Response, summary="Download the best verified kernel",

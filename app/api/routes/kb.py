@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from knowledge_base.service import UnknownStrategy
+from knowledge_base.facade import UnknownStrategy
 
 from ...errors import BadRequest, Forbidden, NotFound, TooLarge
 from ...kb import knowledge_base

@@ -5,12 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
-from ...api.deps import bearer_token
+from ...auth.tokens import authenticate
+from ...deps import bearer_token
 from ...errors import NotAuthenticated
-from ...services.tokens import authenticate
 from ..deps import FormData, WebSession
+from ..page_route import PageRoute
 from ..render import render
-from ..routing import PageRoute
 from ..security import check_csrf, check_origin, clear_session_cookie, set_session_cookie
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)

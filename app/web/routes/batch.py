@@ -6,11 +6,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from ...errors import NotFound
-from ..batch import BatchDir, list_runs, load_run
+from ..batch_runs import BatchDir, list_runs, load_run
 from ..chart import fast_p_curves
 from ..deps import WebUser
+from ..page_route import PageRoute
 from ..render import render
-from ..routing import PageRoute
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 CURVES_SHOWN = 6

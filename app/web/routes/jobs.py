@@ -7,12 +7,14 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
 
 from ...errors import NotFound
-from ...services import jobs as svc
+from ...jobs import views as svc
+from ...jobs.lease import cancel_job
+from ...jobs.status import LIVE, JobStatus
 from ..deps import FormData, WebSession, WebUser
 from ..diff import side_by_side
 from ..listing import BACKENDS, Filters, list_page
+from ..page_route import PageRoute
 from ..render import page_context, render, render_fragment
-from ..routing import PageRoute
 from ..security import HEADERS, check_csrf
 from ..views import candidate, candidate_count, check_rows, job_view, live_version
 
@@ -30,7 +32,7 @@ def jobs_list(request: Request, session: WebSession, user: WebUser) -> Response:
     filters = Filters.parse(params, user.is_admin)
     page = list_page(session, user, filters, before=params.get("before"), after=params.get("after"))
     return render(request, "jobs.html", {"filters": filters, "page": page, "backends": BACKENDS,
-                                         "statuses": ("queued", "running", "succeeded", "failed", "cancelled")},
+                                         "statuses": tuple(JobStatus)},
                   user=user, active="jobs")
 
 
@@ -46,7 +48,7 @@ def job_live(job_id: str, request: Request, session: WebSession, user: WebUser, 
     is re-rendered only when something changed since version `v`."""
     job = svc.visible_job(session, user, job_id)
     version = live_version(job, candidate_count(session, job.id))
-    body = {"status": job.status, "version": version, "live": job.status in ("queued", "running")}
+    body = {"status": job.status, "version": version, "live": job.status in LIVE}
     if version != v:
         job = svc.visible_job(session, user, job_id, detail=True)
         view = job_view(job)
@@ -57,7 +59,7 @@ def job_live(job_id: str, request: Request, session: WebSession, user: WebUser, 
 @router.post("/jobs/{job_id}/cancel")
 def job_cancel(job_id: str, request: Request, session: WebSession, user: WebUser, form: FormData) -> Response:
     check_csrf(request, form)
-    svc.cancel_job(session, user, job_id)
+    cancel_job(session, user, job_id)
     return RedirectResponse(f"/jobs/{job_id}", status_code=303)
 
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
+from knowledge_base.facade import UnknownStrategy
 
 from knowledge_base.filters import Filters
-from knowledge_base.service import UnknownStrategy
 
-from ...api.deps import SettingsDep
 from ...backends import BACKENDS
+from ...deps import SettingsDep
 from ...errors import NotFound
 from ...kb import knowledge_base
 from ..deps import WebSession, WebUser
+from ..page_route import PageRoute
 from ..render import render
-from ..routing import PageRoute
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 

@@ -1,5 +1,5 @@
 """Submit a job: paste a reference or pick a bundled problem. The job is made
-by the same service function as `POST /v1/jobs` and enqueued after commit."""
+by the same function as `POST /v1/jobs` (app/jobs/create.py) and enqueued after commit."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from pydantic import ValidationError
 
-from ...api.metrics import JOBS_SUBMITTED
 from ...backends import BACKENDS
 from ...errors import BadRequest
+from ...jobs import create as svc
+from ...jobs.broker import enqueue_after_commit
+from ...jobs.metrics import JOBS_SUBMITTED
 from ...schemas import JobCreate
-from ...services import jobs as svc
 from ..deps import FormData, WebSession, WebUser
+from ..page_route import PageRoute
 from ..render import render
-from ..routing import PageRoute
 from ..security import check_csrf
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
@@ -75,6 +76,6 @@ def submit(request: Request, session: WebSession, user: WebUser, form: FormData)
         return submit_page(request, user, form, errors, status_code=422)
     except BadRequest as exc:
         return submit_page(request, user, form, [str(exc)], status_code=422)
-    session.info["enqueue"].append((job.id, job.queue))
+    enqueue_after_commit(session, job)
     JOBS_SUBMITTED.labels(kind="optimize", queue=job.queue).inc()
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)

@@ -33,7 +33,7 @@ from ..backends import timed_for_real
 from ..compose import guarded, make_search
 from ..hardware import cpu_label
 from ..kb import knowledge_base
-from ..kb.learning import learn
+from ..kb.job_lessons import learn
 from ..settings import get_settings
 from .baselines import BaselineCache
 from .fit import with_memory_hint

@@ -1,6 +1,6 @@
 """Batch runs for the pages, read from their report.json files.
 
-KFORGE_BATCH_DIR names a folder of run folders (each the `--out` of a
+KFORGE_BATCH_DIR (Settings.batch_dir) names a folder of run folders (each the `--out` of a
 `kforge batch run`, holding report.json in the format "kforge-batch-report/1",
 written by app/batch/report.py). The pages depend on that JSON only, not on the
 batch code. Reports are re-read only when their file changed.
@@ -11,34 +11,21 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ..deps import SettingsDep
 from ..errors import NotFound
 
 FORMAT = "kforge-batch-report/"
 RUN_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$")
 
 
-class BatchSettings(BaseSettings):
-    """KFORGE_BATCH_DIR; belongs in app.settings.Settings as `batch_dir` (one settings object)."""
-
-    model_config = SettingsConfigDict(env_prefix="KFORGE_", env_file=".env", extra="ignore")
-    batch_dir: Path | None = None
-
-
-@lru_cache
-def _configured() -> Path | None:
-    return BatchSettings().batch_dir
-
-
-def batch_dir() -> Path | None:
+async def batch_dir(settings: SettingsDep) -> Path | None:
     """The runs folder (a dependency, so tests can point it elsewhere)."""
-    return _configured()
+    return settings.batch_dir
 
 
 BatchDir = Annotated[Path | None, Depends(batch_dir)]

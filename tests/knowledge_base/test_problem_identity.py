@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knowledge_base import arch_of, op_families, problem_signature
-from knowledge_base.signature import normal_form, shape_regime
+from knowledge_base.problem_identity import normal_form, shape_regime
 
 from .samples import SOFTMAX_REF, softmax_analysis
 

@@ -7,7 +7,7 @@ import json
 
 from knowledge_base import Evidence, FileStore, KnowledgeBase, Strategy, applies_to, confidence, distil, merge
 from knowledge_base.confidence import ConfidencePolicy, evidence_summary
-from knowledge_base.learn import distil_prompt, parse_reply
+from knowledge_base.distil import distil_prompt, parse_reply
 
 from .samples import softmax_analysis, softmax_trajectory
 

@@ -19,11 +19,11 @@ import httpx
 
 from sandbox import ProblemError
 
+from ..jobs.status import TERMINAL
 from .fit import with_memory_hint
 from .heldout import held_out
-from .worker import TaskSpec, base_record, speedups, timed_fields, write_json_atomic
+from .task import TaskSpec, base_record, speedups, timed_fields, write_json_atomic
 
-TERMINAL = ("succeeded", "failed", "cancelled")
 _JOB_FIELDS = ("max_rounds", "candidates_per_round", "max_repairs", "max_cost_usd", "max_tokens", "max_wall_s",
                "target_speedup", "backend")
 

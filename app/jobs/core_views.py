@@ -1,7 +1,7 @@
 """Read-only views of jobs for the API's hot paths, built from Core rows:
 loading ORM objects (identity map, instance state, relationship loaders) cost
 more CPU than the queries themselves (docs/benchmarks.md). Writes and the
-dashboard keep the ORM (app/services/jobs.py)."""
+dashboard keep the ORM (views.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from ..db.models import Candidate, Job, User
 from ..errors import NotFound
 from ..schemas import CandidateOut, JobOut
-from .jobs import candidate_counts, compose_detail, is_job_id
+from .views import candidate_counts, compose_detail, is_job_id
 
 SUMMARY = [c for c in Job.__table__.c if c.key in JobOut.model_fields]
 CANDIDATE = [c for c in Candidate.__table__.c if c.key in CandidateOut.model_fields]

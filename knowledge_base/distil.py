@@ -26,7 +26,7 @@ from typing import Any
 from .confidence import confidence
 from .merge import merge
 from .model import FAMILIES, Evidence, Strategy, applies_to
-from .signature import op_families, problem_signature, shape_regime
+from .problem_identity import op_families, problem_signature, shape_regime
 
 __all__ = ["confidence", "distil", "distil_prompt", "merge", "parse_reply", "strategy_id"]
 

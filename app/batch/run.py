@@ -35,7 +35,7 @@ from sandbox import EvalOptions
 from .fit import budget_options, fit_suite, with_memory_hint
 from .report import write_reports
 from .suite import SuiteProblem, discover
-from .worker import TaskSpec, end_with_parent, run_task, spec_fields, write_json_atomic
+from .task import TaskSpec, end_with_parent, run_task, spec_fields, write_json_atomic
 
 Event = Callable[[dict[str, Any]], None]
 # Settings that change what a result means: a rerun into the same folder must keep them.
@@ -192,7 +192,7 @@ def _task(req: BatchRequest, problem: SuiteProblem, sample: int, fitted: dict[st
                     held_out=req.held_out, baseline_cache=str(req.baseline_cache) if req.baseline_cache else None,
                     kb=req.kb)
     if req.api:
-        from .service import run_task_service
+        from .through_api import run_task_service
 
         return run_task_service, spec, req.api, req.token, req.gpu_kind
     return run_task, spec

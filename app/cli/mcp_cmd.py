@@ -35,17 +35,17 @@ def mcp_command(
     search_strategies, list_problems) to coding agents over the Model Context Protocol."""
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from .server import build_server
+    from ..mcp.server import build_server
 
     url = (url or "").strip() or None   # an empty KFORGE_MCP_URL (a config's placeholder) means embedded
     if url:
         if not (token or "").strip():
             raise typer.BadParameter("a remote service needs a token: --token or KFORGE_MCP_TOKEN", param_hint="--token")
-        from .remote import RemoteBackend
+        from ..mcp.remote import RemoteBackend
 
         backend = RemoteBackend(url, (token or "").strip())
     else:
-        from .embedded import EmbeddedBackend
+        from ..mcp.embedded import EmbeddedBackend
 
         backend = EmbeddedBackend()
     logging.getLogger("kforge.mcp").info("kforge mcp: %s backend%s, %s transport", backend.name,

@@ -8,8 +8,8 @@ from typing import Any
 
 from agents.providers import Provider
 from agents.search import Trajectory
-from knowledge_base.service import KnowledgeBase
-from knowledge_base.signature import arch_of
+from knowledge_base.facade import KnowledgeBase
+from knowledge_base.problem_identity import arch_of
 
 log = logging.getLogger("kforge.kb")
 SUMMARY_SYSTEM = "You distil what a kernel-optimisation run learned into reusable strategies. Answer in JSON."

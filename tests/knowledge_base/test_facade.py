@@ -10,7 +10,7 @@ import pytest
 from knowledge_base import FileStore, KnowledgeBase, UnknownStrategy, load_seed, problem_signature, seed_strategies
 
 from .samples import SOFTMAX_REF, softmax_analysis, softmax_trajectory
-from .test_signature import SOFTMAX_RESIZED
+from .test_problem_identity import SOFTMAX_RESIZED
 
 
 def test_learn_from_adds_strategies_with_evidence_and_archives_the_winner(kb: KnowledgeBase) -> None:

@@ -4,10 +4,10 @@ dashboard and MCP use those), for a job with candidates in two rounds."""
 from __future__ import annotations
 
 from app.api.deps import Db
+from app.auth.tokens import create_token
 from app.db.models import Candidate, Job
-from app.services import job_views as views
-from app.services import jobs as svc
-from app.services.tokens import create_token
+from app.jobs import core_views as views
+from app.jobs import views as svc
 
 
 def test_core_views_match_the_orm_views(pg_url):

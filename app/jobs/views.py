@@ -1,70 +1,19 @@
-"""Jobs: creation, listing with owner separation, cancellation, detail views."""
+"""Reading jobs through the ORM: a job as its owner (or an admin) may see it,
+its best kernel, its summary and detail (the dashboard and the embedded MCP
+server use these; the API's hot paths read Core rows, core_views.py)."""
 
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload, selectinload
 
-from ..backends import device_for
-from ..db.base import utcnow
 from ..db.models import Candidate, Job, User
-from ..errors import BadRequest, Conflict, NotFound
-from ..schemas import CandidateOut, EvaluateCreate, JobCreate, JobDetail, JobOut
-
-PROBLEMS_DIR = Path(__file__).resolve().parents[2] / "problems"
-TERMINAL = ("succeeded", "failed", "cancelled")
-
-
-def queue_for(gpu_kind: str | None) -> str:
-    return f"gpu-{gpu_kind}" if gpu_kind else "cpu"
-
-
-def bundled_problem(name: str) -> tuple[str, str]:
-    path = (PROBLEMS_DIR / f"{name.removesuffix('.py')}.py").resolve()
-    if PROBLEMS_DIR not in path.parents or not path.is_file():
-        raise BadRequest(f"no bundled problem named {name!r}")
-    return path.stem, path.read_text(encoding="utf-8")
-
-
-def check_reference(source: str, name: str) -> None:
-    from sandbox import ProblemError
-    from sandbox.problem import parse_source
-
-    try:
-        parse_source(source, name)
-    except ProblemError as exc:
-        raise BadRequest(str(exc)) from exc
-
-
-def create_job(session: Session, owner: User, spec: JobCreate) -> Job:
-    if spec.problem:
-        name, reference = bundled_problem(spec.problem)
-    else:
-        name, reference = spec.name or "reference", spec.reference or ""
-    check_reference(reference, f"{name}.py")
-    config = spec.model_dump(include={"max_rounds", "candidates_per_round", "max_repairs", "max_cost_usd",
-                                      "max_tokens", "max_wall_s", "target_speedup", "device"})
-    config["device"] = device_for(spec.backend, spec.device)
-    job = Job(owner_id=owner.id, kind="optimize", problem_name=spec.name or name, reference=reference,
-              backend=spec.backend, gpu_kind=spec.gpu_kind, queue=queue_for(spec.gpu_kind), provider=spec.provider,
-              model=spec.model, base_url=spec.base_url, config=config)
-    session.add(job)
-    session.flush()
-    return job
-
-
-def create_evaluation(session: Session, owner: User, spec: EvaluateCreate) -> Job:
-    check_reference(spec.reference, "reference.py")
-    job = Job(owner_id=owner.id, kind="evaluate", problem_name="evaluate", reference=spec.reference,
-              candidate=spec.candidate, gpu_kind=spec.gpu_kind, queue=queue_for(spec.gpu_kind),
-              config={"device": spec.device})
-    session.add(job)
-    session.flush()
-    return job
+from ..errors import NotFound
+from ..schemas import CandidateOut, JobDetail, JobOut
+from .status import TERMINAL
 
 
 def is_job_id(text: str) -> bool:
@@ -91,17 +40,6 @@ def candidate_counts(session: Session, job_ids: list[str]) -> dict[str, int]:
     rows = session.execute(select(Candidate.job_id, func.count()).where(Candidate.job_id.in_(job_ids))
                            .group_by(Candidate.job_id))
     return {job_id: n for job_id, n in rows}
-
-
-def cancel_job(session: Session, user: User, job_id: str) -> Job:
-    job = visible_job(session, user, job_id)
-    if job.status in TERMINAL:
-        raise Conflict(f"job {job_id} is already {job.status}")
-    job.cancel_requested = True
-    if job.status == "queued":
-        job.status, job.finished_at = "cancelled", utcnow()
-    session.flush()
-    return job
 
 
 def best_code(session: Session, user: User, job_id: str) -> tuple[str, Candidate]:

@@ -1,0 +1,1 @@
+"""Users and their API tokens (functions take a Session and flush; the caller commits)."""

@@ -1,0 +1,117 @@
+"""Sending jobs to the workers. The Celery application (named queues, one per
+GPU kind plus "cpu"; late acks, redelivery when a worker is lost, one message
+in flight per worker; its tasks are in app/worker/tasks.py), and enqueue after
+commit: a unit of work notes the jobs it made, and they are sent only once the
+commit made their rows visible; a rollback drops them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from functools import lru_cache
+
+from celery import Celery
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from ..db.models import Job
+from ..db.session import session_factory
+from ..settings import get_settings
+from .notify import publish_pending
+
+log = logging.getLogger("kforge.jobs")
+
+
+@lru_cache
+def celery_app() -> Celery:
+    settings = get_settings()
+    app = Celery("kforge", broker=settings.queue_url, include=["app.worker.tasks"])
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        task_default_queue="cpu",
+        task_serializer="json",
+        accept_content=["json"],
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        # Kombu's SQLAlchemy transport hands its options to create_engine: Redis only.
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s}
+        if settings.queue_url.startswith(("redis", "rediss")) else {},
+        worker_hijack_root_logger=False,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+    )
+    return app
+
+
+def enqueue(job_id: str, queue: str) -> None:
+    celery_app().send_task("kforge.run_job", args=[job_id], queue=queue)
+
+
+# Kombu's Redis transport keeps one list per priority step next to the queue's own.
+_PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
+
+
+def waiting_in_broker(queue: str, job_ids: list[str]) -> set[str] | None:
+    """The ids among ``job_ids`` whose message still waits in ``queue``; None
+    when the broker cannot be asked (only the Redis transport can)."""
+    if not job_ids:
+        return set()
+    url = get_settings().queue_url
+    if not url.startswith(("redis://", "rediss://")):
+        return None
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=5)
+    try:
+        raw = [m for suffix in _PRIORITY_SUFFIXES for m in client.lrange(queue + suffix, 0, -1)]
+    finally:
+        client.close()
+    return {j for j in job_ids if any(j.encode() in m for m in raw)}
+
+
+def send(queued: list[tuple[str, str]]) -> None:
+    for job_id, queue in queued:
+        try:
+            enqueue(job_id, queue)
+        except Exception:  # broker down: the job is stored; the workers' reaper sends it later
+            log.warning("could not enqueue job %s now; it stays queued for the reaper", job_id, exc_info=True)
+
+
+def enqueue_after_commit(session: Session, job: Job) -> None:
+    """Send `job` once `session` commits (the API's `Db` and `job_session` below do the sending)."""
+    session.info.setdefault("enqueue", []).append((job.id, job.queue))
+
+
+def after_commit(session: Session) -> None:
+    """After a unit of work commits: send the jobs it queued, announce the jobs it finished."""
+    send(session.info.pop("enqueue", []))
+    publish_pending(session)
+
+
+def job_session(url: str) -> Iterator[Session]:
+    """A session for one request (the dashboard's pages are sync handlers):
+    commits when the handler returns, rolls back on error; the jobs it queued
+    are sent after the commit and dropped on rollback."""
+    session = session_factory(url)()
+    session.info["enqueue"] = []
+
+    @event.listens_for(session, "after_commit")
+    def _send(sess: Session) -> None:
+        after_commit(sess)
+        sess.info["enqueue"] = []
+
+    @event.listens_for(session, "after_rollback")
+    def _drop(sess: Session) -> None:
+        sess.info["enqueue"] = []
+        sess.info.pop("finished", None)
+
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

@@ -1,1 +1,0 @@
-"""Business logic; functions take a Session and flush, the caller commits."""
