@@ -41,3 +41,15 @@ def test_frame_buffer_pops_whole_frames_from_pieces():
     buf = wire.FrameBuffer()
     frames = [f for i in range(0, len(data), 7) for f in buf.feed(data[i:i + 7])]
     assert [sorted(f) for f in frames] == [["x"], ["y"]] and buf.pending == 0
+
+
+def test_a_large_frame_spills_to_a_private_file_and_maps_back(monkeypatch, tmp_path):
+    monkeypatch.setattr(wire, "STREAM_ABOVE", 10_000)
+    monkeypatch.setattr(wire, "SPILL_DIR", str(tmp_path))
+    big = {"outputs": [torch.randn(64, 256)], "index": 4}
+    data = wire.encode({"kind": "phase"}) + wire.encode(big) + wire.encode({"y": 2})
+    buf = wire.FrameBuffer()
+    frames = [f for i in range(0, len(data), 4096) for f in buf.feed(data[i:i + 4096])]
+    assert [f.get("kind") or f.get("index") or f.get("y") for f in frames] == ["phase", 4, 2]
+    assert torch.equal(frames[1]["outputs"][0], big["outputs"][0])
+    assert list(tmp_path.iterdir()) == [], "the spill file is unlinked once mapped"
