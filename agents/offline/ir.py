@@ -280,7 +280,7 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         return Expr("op", name, op="t" if target == "t" else target, args=(x,), attrs={"dims": dims})
     if target in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as"):
         return Expr("op", name, op="view", args=(_tensor(env, args[0], name),))
-    raise Unsupported(f"{name}: {node['op']} {node['target']!r} has no offline template")
+    raise Unsupported(f"no family for {node['target']} (node {name}, {node['op']})")
 
 
 def _norm_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr:
@@ -332,7 +332,7 @@ def _module_node(node: dict[str, Any], env: dict[str, Expr], params: dict[str, A
                  assumed: list[str]) -> Expr:
     cls, path, name = node["target"], node["module"], node["name"]
     if cls not in MODULES:
-        raise Unsupported(f"{name}: module {path} ({cls}) has no offline template")
+        raise Unsupported(f"no family for nn.{cls} (module {path})")
     canon, defaults = MODULES[cls]
     attrs = {**defaults, **{k: v for k, v in (node.get("attrs") or {}).items() if k in defaults}}
     if cls in ASSUMED_MODULE_ATTRS:

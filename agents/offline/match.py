@@ -86,7 +86,15 @@ def match_report(analysis: dict[str, Any], signature: Signature | None = None) -
             if isinstance(e, Expr):
                 ctx.bind(e)
         matches.append(m)
+    if not matches:  # every op is known, their combination is not: name it first
+        reasons.insert(0, f"no family for {_chain(root)}")
     return MatchReport(matches, reasons)
+
+
+def _chain(root: Expr) -> str:
+    """The ops of a DAG in forward order, e.g. ``matmul -> softmax``."""
+    ops = [n.op for n in root.walk() if n.kind == "op" and n.op not in ("identity", "cast", "view")]
+    return " -> ".join(dict.fromkeys(ops)) or "a copy of an input"
 
 
 # -- helpers ---------------------------------------------------------------------------------------

@@ -169,5 +169,5 @@ def _run(spec: dict[str, Any], job_id: str, lease: str, settings: Settings,
     lessons = learn(kb, traj, search.analysis, spec["backend"], job_id, search.provider)
     persist(settings.db_url, job_id, lease, traj)
     summary = traj.summary()
-    return "succeeded", {**{k: summary[k] for k in ("best", "label", "usage", "stop_reason", "elapsed_s")},
+    return "succeeded", {**{k: summary[k] for k in ("best", "label", "usage", "stop_reason", "elapsed_s", "offline")},
                          "learned": lessons}
