@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import elementwise, matmul, norm, reduction, softmax
+from . import argreduce, elementwise, matmul, norm, pooling, reduction, softmax
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -14,4 +14,6 @@ FAMILIES: dict[str, ModuleType] = {
     "norm": norm,
     "reduction": reduction,
     "matmul": matmul,
+    "pooling": pooling,
+    "argreduce": argreduce,
 }

@@ -1,0 +1,66 @@
+"""Inline references for the layer families (pooling, arg-reductions, scans...): the
+spellings and settings the bundled problems do not cover. name -> (family, source)."""
+
+from __future__ import annotations
+
+from tests.agents.test_offline import ref
+
+POOLING = {
+ "max1d": ref("""
+    class Model(nn.Module):
+        def __init__(self, kernel_size, stride, padding, dilation):
+            super().__init__()
+            self.pool = nn.MaxPool1d(kernel_size, stride=stride, padding=padding, dilation=dilation)
+        def forward(self, x):
+            return self.pool(x)
+    """, "[torch.randn(batch, ch, length)]", "[kernel_size, stride, padding, dilation]",
+    "batch = 3\nch = 5\nlength = 101\nkernel_size = 8\nstride = 1\npadding = 4\ndilation = 3"),
+ "max2d_ceil": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True)
+    """, "[torch.randn(2, 3, 17, 20).sub(3.0)]"),
+ "max3d": ref("""
+    class Model(nn.Module):
+        def __init__(self, kernel_size, stride, padding, dilation):
+            super().__init__()
+            self.pool = nn.MaxPool3d(kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=True)
+        def forward(self, x):
+            return self.pool(x)
+    """, "[torch.randn(2, 3, 11, 12, 13)]", "[kernel_size, stride, padding, dilation]",
+    "kernel_size = 3\nstride = 2\npadding = 1\ndilation = 3"),
+ "avg1d": ref("""
+    class Model(nn.Module):
+        def __init__(self, kernel_size, stride, padding):
+            super().__init__()
+            self.pool = nn.AvgPool1d(kernel_size, stride=stride, padding=padding)
+        def forward(self, x):
+            return self.pool(x)
+    """, "[torch.randn(3, 5, 67)]", "[kernel_size, stride, padding]", "kernel_size = 8\nstride = 1\npadding = 4"),
+ "avg2d_excl_ceil": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return F.avg_pool2d(x, (3, 2), stride=(2, 3), padding=1, ceil_mode=True, count_include_pad=False)
+    """, "[torch.randn(2, 3, 17, 20)]"),
+ "avg3d_div": ref("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = nn.AvgPool3d(3, stride=2, padding=1, divisor_override=5)
+        def forward(self, x):
+            return self.pool(x)
+    """, "[torch.randn(2, 3, 9, 10, 11)]"),
+ "avg2d_ceil_incl": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True)
+    """, "[torch.randn(2, 3, 16, 19)]"),
+ "adaptive": ref("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = nn.AdaptiveAvgPool2d((1, 1))
+        def forward(self, x):
+            return self.pool(x)
+    """, "[torch.randn(2, 3, 16, 19)]"),
+}
