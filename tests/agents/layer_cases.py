@@ -64,3 +64,29 @@ POOLING = {
             return self.pool(x)
     """, "[torch.randn(2, 3, 16, 19)]"),
 }
+
+ARGREDUCE = {
+ "argmax_dim1": ref("""
+    class Model(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim = dim
+        def forward(self, x):
+            return torch.argmax(x, dim=self.dim)
+    """, "[torch.randn(batch, dim1, dim2)]", "[1]", "batch = 3\ndim1 = 37\ndim2 = 41"),
+ "argmin_last_keepdim": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.argmin(x, dim=-1, keepdim=True)
+    """, "[torch.randn(5, 7, 300)]"),
+ "argmax_ties": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x.argmax(dim=0)
+    """, "[torch.randint(0, 3, (33, 70)).float()]"),
+ "argmin_all": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.argmin(x)
+    """, "[torch.randint(0, 5, (9, 70)).float()]"),
+}
