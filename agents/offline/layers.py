@@ -62,6 +62,12 @@ def call_node(target: str, get: Get, x: Expr, name: str) -> Expr | None:
             raise Unsupported(f"{name}: {target} over a computed dim")
         return Expr("op", name, op="argreduce", args=(x,),
                     attrs={"which": ARG_REDUCTIONS[target], "dim": dim, "keepdim": bool(get(2, "keepdim", False))})
+    if target == "flip":
+        dims = get(1, "dims", None)
+        dims = [dims] if isinstance(dims, int) else dims
+        if not isinstance(dims, (list, tuple)) or not all(isinstance(d, int) for d in dims):
+            raise Unsupported(f"{name}: flip over computed dims")
+        return Expr("op", name, op="flip", args=(x,), attrs={"dims": tuple(dims)})
     return None
 
 

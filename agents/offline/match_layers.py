@@ -95,3 +95,30 @@ def arg_reduction(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match
     spec = {"x": x, "which": root.attrs["which"], "dim": None if dim is None else _dim(dim, nd), "ndim": nd,
             "keepdim": bool(root.attrs["keepdim"]), "out_shape": out_shape}
     return Match("argreduce", f"arg{root.attrs['which']}", ctx, spec)
+
+
+def scan(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """cumsum / cumprod of a forward input along one dim, or its reverse form
+    ``x.flip(d).cumsum(d).flip(d)``."""
+    reverse = False
+    e = root
+    if e.kind == "op" and e.op == "flip" and e.args[0].kind == "op" and e.args[0].op == "scan":
+        inner = e.args[0].args[0]
+        if not (inner.kind == "op" and inner.op == "flip"):
+            raise NoMatch("a flip after a scan without a flip before it")
+        e, reverse = e.args[0], True
+        flips = (root.attrs["dims"], inner.attrs["dims"])
+        nd = len(out_shape)
+        if len(flips[0]) != 1 or len(flips[1]) != 1 or \
+                {_dim(flips[0][0], nd), _dim(flips[1][0], nd), _dim(e.attrs["dim"], nd)} != {_dim(flips[0][0], nd)}:
+            raise NoMatch("the flips and the scan are not along one dim")
+        x = _input(inner.args[0], "reversed scan")
+    elif e.kind == "op" and e.op == "scan":
+        x = _input(e.args[0], "scan")
+    else:
+        raise NoMatch("the output is not a cumsum or cumprod")
+    nd = len(x.shape or ())
+    spec = {"x": x, "combine": e.attrs["combine"], "dim": _dim(e.attrs["dim"], nd), "reverse": reverse,
+            "out_shape": out_shape}
+    kind = "cum" + e.attrs["combine"] + (" (reverse)" if reverse else "")
+    return Match("scan", kind, ctx, spec)

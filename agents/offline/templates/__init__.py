@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import argreduce, cpu, elementwise, matmul, norm, pooling, reduction, softmax
+from . import argreduce, cpu, elementwise, matmul, norm, pooling, reduction, scan, softmax
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -17,6 +17,7 @@ FAMILIES: dict[str, ModuleType] = {
     "matmul": matmul,
     "pooling": pooling,
     "argreduce": argreduce,
+    "scan": scan,
 }
 
 BACKENDS: dict[str, dict[str, ModuleType]] = {"triton": FAMILIES, "cuda": FAMILIES, "cpu": cpu.FAMILIES}

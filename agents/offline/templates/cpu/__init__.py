@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import argreduce, elementwise, matmul, norm, pooling, reduction, softmax
+from . import argreduce, elementwise, matmul, norm, pooling, reduction, scan, softmax
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -16,4 +16,5 @@ FAMILIES: dict[str, ModuleType] = {
     "matmul": matmul,
     "pooling": pooling,
     "argreduce": argreduce,
+    "scan": scan,
 }
