@@ -29,16 +29,20 @@ from sandbox import EvalOptions, Judge, ProblemError  # noqa: E402
 
 
 def analysed(judge: Judge, path: Path, budget_gb: float, cache: Path) -> dict[str, Any]:
-    """{"analysis", "source"} of the scaled reference, or {"error"}; cached by file name."""
+    """{"analysis", "source"} of the scaled reference, or {"error"}; cached by file name. A
+    reference that cannot be brought under the budget is tried with 10x and 100x more."""
     hit = cache / f"{path.parent.name}_{path.stem}.json"
-    if hit.exists():
-        return json.loads(hit.read_text())
+    if hit.exists() and "error" not in (cached := json.loads(hit.read_text())):
+        return cached
     options = EvalOptions(device="cpu", timeout=120)
-    try:
-        fit = fit_problem(str(path), budget_gb, lambda src, name: judge.analyze(src, name, options))
-        out: dict[str, Any] = {"source": fit.source, "analysis": judge.analyze(fit.source, path.name, options)}
-    except (FitError, ProblemError) as exc:
-        out = {"error": str(exc).splitlines()[0][:300]}
+    out: dict[str, Any] = {}
+    for budget in (budget_gb, budget_gb * 10, budget_gb * 100):
+        try:
+            fit = fit_problem(str(path), budget, lambda src, name: judge.analyze(src, name, options))
+            out = {"source": fit.source, "analysis": judge.analyze(fit.source, path.name, options)}
+            break
+        except (FitError, ProblemError) as exc:
+            out = {"error": str(exc).splitlines()[0][:300]}
     hit.write_text(json.dumps(out))
     return out
 

@@ -90,3 +90,32 @@ ARGREDUCE = {
             return torch.argmin(x)
     """, "[torch.randint(0, 5, (9, 70)).float()]"),
 }
+
+SCAN = {
+ "cumsum_last": ref("""
+    class Model(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim = dim
+        def forward(self, x):
+            return torch.cumsum(x, dim=self.dim)
+    """, "[torch.rand(batch, n)]", "[1]", "batch = 5\nn = 1031"),
+ "cumprod_mid": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.cumprod(x, 1)
+    """, "[torch.rand(3, 45, 19).add(0.5)]"),
+ "cumsum_reverse": ref("""
+    class Model(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim = dim
+        def forward(self, x):
+            return torch.cumsum(x.flip(self.dim), dim=self.dim).flip(self.dim)
+    """, "[torch.randn(7, 300)]", "[1]"),
+ "cumsum_reverse_dim0": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x.flip(0).cumsum(0).flip(0)
+    """, "[torch.randn(33, 5, 6)]"),
+}

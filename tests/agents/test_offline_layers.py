@@ -1,6 +1,5 @@
-"""The layer families of the offline engine (pooling; arg-reductions and scans as they
-land): every C parameter set and the first Triton ones checked against torch on the
-inline references of tests/agents/layer_cases.py (no judge; Triton in its interpreter,
+"""The layer families of the offline engine (pooling, arg-reductions, scans): every C
+parameter set and the first Triton ones checked against torch on the inline references of tests/agents/layer_cases.py (no judge; Triton in its interpreter,
 in a child process), and the bundled problems through the real judge on both backends.
 The bundled wrong solutions failing is tests/problems/test_bundled_suite.py's job."""
 
@@ -17,18 +16,20 @@ import pytest
 from agents.offline import OfflineEngine, run_offline
 from sandbox import EvalOptions, Judge
 from tests.agents.cpu_harness import analyse, check, cpu_proposals
-from tests.agents.layer_cases import ARGREDUCE, POOLING
+from tests.agents.layer_cases import ARGREDUCE, POOLING, SCAN
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU = EvalOptions(device="cpu")
 CASES = {**{k: ("pooling" if k != "adaptive" else "reduction", v) for k, v in POOLING.items()},
-         **{k: ("argreduce", v) for k, v in ARGREDUCE.items()}}
+         **{k: ("argreduce", v) for k, v in ARGREDUCE.items()}, **{k: ("scan", v) for k, v in SCAN.items()}}
 EXACT = set(ARGREDUCE)  # indices: no tolerance
 BUNDLED = {
     "problems/level1/24_max_pool2d.py": "pooling",
     "problems/level1/25_avg_pool2d_padded.py": "pooling",
     "problems/level1/26_max_pool1d_dilated.py": "pooling",
     "problems/level1/27_argmin_ties.py": "argreduce",
+    "problems/level1/18_cumsum.py": "scan",
+    "problems/level1/28_cumprod_reverse.py": "scan",
 }
 
 TRITON_CHECK = """
