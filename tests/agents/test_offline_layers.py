@@ -1,7 +1,8 @@
 """The layer families of the offline engine (pooling, arg-reductions, scans): every C
-parameter set and the first Triton ones checked against torch on the inline references of tests/agents/layer_cases.py (no judge; Triton in its interpreter,
-in a child process), and the bundled problems through the real judge on both backends.
-The bundled wrong solutions failing is tests/problems/test_bundled_suite.py's job."""
+parameter set and the first Triton ones checked against torch on the inline references
+of tests/agents/layer_cases.py (no judge; Triton in its interpreter, in a child process),
+and the bundled problems through the real judge on both backends. The bundled wrong
+solutions failing is tests/problems/test_bundled_suite.py's job."""
 
 from __future__ import annotations
 
