@@ -298,9 +298,18 @@ def _transposed(w: Expr) -> Expr:
 def _module_node(node: dict[str, Any], env: dict[str, Expr], params: dict[str, Any], leaves: dict[str, Expr],
                  assumed: list[str]) -> Expr:
     cls, path, name = node["target"], node["module"], node["name"]
+
+    def param(suffix: str) -> Expr:
+        key = f"{path}.{suffix}"
+        if key not in params:
+            return const(None)
+        leaves[key] = leaves.get(key) or Expr("param", key.replace(".", "_"), shape=tuple(params[key]["shape"]),
+                                              dtype=params[key]["dtype"], ref=key)
+        return leaves[key]
+
     if cls not in MODULES:
-        layer = layers.module_node(cls, node.get("attrs") or {}, _tensor(env, node["args"][0], name), name, path) \
-            if node["args"] else None
+        layer = layers.module_node(cls, node.get("attrs") or {}, _tensor(env, node["args"][0], name), name, path,
+                                   param) if node["args"] else None
         if layer is not None:
             return layer
         raise Unsupported(f"no family for nn.{cls} (module {path})")
@@ -310,14 +319,6 @@ def _module_node(node: dict[str, Any], env: dict[str, Expr], params: dict[str, A
         assumed.append(f"{path} ({cls}): {ASSUMED_MODULE_ATTRS[cls]} not reported by the analysis, "
                        "torch defaults assumed")
     x = _tensor(env, node["args"][0], name)
-
-    def param(suffix: str) -> Expr:
-        key = f"{path}.{suffix}"
-        if key not in params:
-            return const(None)
-        leaves[key] = leaves.get(key) or Expr("param", key.replace(".", "_"), shape=tuple(params[key]["shape"]),
-                                              dtype=params[key]["dtype"], ref=key)
-        return leaves[key]
 
     if canon == "linear":
         w, b = param("weight"), param("bias")

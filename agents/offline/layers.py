@@ -26,11 +26,16 @@ _MAX_ARGS = [("kernel_size", None), ("stride", None), ("padding", 0), ("dilation
              ("return_indices", False)]
 _AVG_ARGS = [("kernel_size", None), ("stride", None), ("padding", 0), ("ceil_mode", False),
              ("count_include_pad", True), ("divisor_override", None)]
+CHANNEL_NORMS = {**{f"BatchNorm{n}d": "batch" for n in (1, 2, 3)}, **{f"InstanceNorm{n}d": "instance" for n in (1, 2, 3)},
+                 "GroupNorm": "group"}
 SCANS = {"cumsum": "sum", "cumprod": "prod"}
 ARG_REDUCTIONS = {"argmax": "max", "argmin": "min"}
 
 
-def module_node(cls: str, attrs: dict[str, Any], x: Expr, name: str, path: str) -> Expr | None:
+def module_node(cls: str, attrs: dict[str, Any], x: Expr, name: str, path: str,
+                param: Callable[[str], Expr]) -> Expr | None:
+    if cls in CHANNEL_NORMS:
+        return channel_norm(CHANNEL_NORMS[cls], attrs, x, name, f"nn.{cls} ({path})", param)
     if cls in POOL_MODULES:
         mode, nd = POOL_MODULES[cls]
         defaults = dict(_MAX_ARGS if mode == "max" else _AVG_ARGS)
@@ -94,3 +99,20 @@ def adaptive(mode: str, nd: int, x: Expr, name: str, size: Any, what: str) -> Ex
     dims = list(range(-nd, 0))
     return Expr("op", name, op="mean" if mode == "avg" else "amax", args=(x,),
                 attrs={"dim": dims, "keepdim": True, "values": True})
+
+
+def channel_norm(kind: str, attrs: dict[str, Any], x: Expr, name: str, what: str,
+                 param: Callable[[str], Expr]) -> Expr:
+    """Batch, instance or group norm with the statistics the module computes in its mode:
+    batch statistics in training mode (or without running stats), else the running ones."""
+    running = kind != "group" and bool(attrs.get("track_running_stats")) and not attrs.get("training", True)
+    if running:
+        raise Unsupported(f"no family for {what} in eval mode (running statistics)")
+    eps = attrs.get("eps")
+    if not isinstance(eps, float):
+        raise Unsupported(f"{name}: {what} without a reported eps")
+    groups = attrs.get("num_groups") if kind == "group" else 1
+    if not isinstance(groups, int):
+        raise Unsupported(f"{name}: {what} without a reported num_groups")
+    return Expr("op", name, op="channel_norm", args=(x, param("weight"), param("bias")),
+                attrs={"kind": kind, "groups": groups, "eps": eps})

@@ -20,7 +20,7 @@ from .signature import Signature, from_analysis
 from .templates.common import broadcast_block, supported_elementwise
 
 # matchers of the layer families, tried after the core ones and before elementwise
-LAYERS = (match_layers.pooling, match_layers.arg_reduction, match_layers.scan)
+LAYERS = (match_layers.pooling, match_layers.arg_reduction, match_layers.scan, match_layers.channel_norm)
 INDICES = ("int64",)  # the outputs of INDEX_OPS
 INDEX_OPS = {"argreduce"}
 

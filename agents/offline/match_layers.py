@@ -122,3 +122,27 @@ def scan(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
             "out_shape": out_shape}
     kind = "cum" + e.attrs["combine"] + (" (reverse)" if reverse else "")
     return Match("scan", kind, ctx, spec)
+
+
+def channel_norm(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """Batch norm (per channel over batch and space), instance norm (per sample and channel
+    over space) and group norm (per sample and group over its channels and space), with
+    their biased variance and optional per-channel weight and bias."""
+    if root.kind != "op" or root.op != "channel_norm":
+        raise NoMatch("the output is not a batch, instance or group norm")
+    x = _input(root.args[0], root.attrs["kind"] + " norm")
+    shape = tuple(x.shape or ())
+    if len(shape) < 2:
+        raise NoMatch(f"a channel norm of a {len(shape)}-d tensor")
+    channels, groups = shape[1], root.attrs["groups"]
+    if channels % groups:
+        raise NoMatch(f"{channels} channels in {groups} groups")
+    weight, bias = (a if a.kind == "param" else None for a in root.args[1:3])
+    for p in (weight, bias):
+        if p is not None and tuple(p.shape or ()) != (channels,):
+            raise NoMatch(f"{p.name} is not one value per channel")
+    kind = root.attrs["kind"]
+    spec = {"x": x, "kind": kind, "groups": ctx.setting(groups, "num_groups") if kind == "group" else None,
+            "eps": ctx.setting(root.attrs["eps"], "eps"),
+            "weight": weight, "bias": bias, "out_shape": out_shape, "consts": []}
+    return Match("channel_norm", kind + "_norm", ctx, spec)

@@ -119,3 +119,38 @@ SCAN = {
             return x.flip(0).cumsum(0).flip(0)
     """, "[torch.randn(33, 5, 6)]"),
 }
+
+CHANNEL_NORM = {
+ "batch_norm2d": ref("""
+    class Model(nn.Module):
+        def __init__(self, num_features):
+            super().__init__()
+            self.bn = nn.BatchNorm2d(num_features=num_features)
+        def forward(self, x):
+            return self.bn(x)
+    """, "[torch.randn(batch, features, 9, 11).mul(2.0).add(3.0)]", "[features]", "batch = 4\nfeatures = 13"),
+ "instance_norm2d": ref("""
+    class Model(nn.Module):
+        def __init__(self, num_features):
+            super().__init__()
+            self.inorm = nn.InstanceNorm2d(num_features=num_features)
+        def forward(self, x):
+            return self.inorm(x)
+    """, "[torch.randn(batch, features, 10, 13).add(1.0)]", "[features]", "batch = 3\nfeatures = 7"),
+ "group_norm": ref("""
+    class Model(nn.Module):
+        def __init__(self, num_features, num_groups):
+            super().__init__()
+            self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=num_features)
+        def forward(self, x):
+            return self.gn(x)
+    """, "[torch.randn(batch, features, 6, 7)]", "[features, num_groups]", "batch = 3\nfeatures = 12\nnum_groups = 4"),
+ "batch_norm1d_affine_off": ref("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = nn.BatchNorm1d(20, affine=False, eps=1e-3)
+        def forward(self, x):
+            return self.bn(x)
+    """, "[torch.randn(16, 20)]"),
+}

@@ -1,8 +1,9 @@
-"""The layer families of the offline engine (pooling, arg-reductions, scans): every C
-parameter set and the first Triton ones checked against torch on the inline references
-of tests/agents/layer_cases.py (no judge; Triton in its interpreter, in a child process),
-and the bundled problems through the real judge on both backends. The bundled wrong
-solutions failing is tests/problems/test_bundled_suite.py's job."""
+"""The layer families of the offline engine (pooling, arg-reductions, scans, batch /
+instance / group norm): every C parameter set and the first Triton ones checked against
+torch on the inline references of tests/agents/layer_cases.py (no judge; Triton in its
+interpreter, in a child process), and the bundled problems through the real judge on
+both backends. The bundled wrong solutions failing is tests/problems/test_bundled_suite.py's
+job."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ import pytest
 from agents.offline import OfflineEngine, run_offline
 from sandbox import EvalOptions, Judge
 from tests.agents.cpu_harness import analyse, check, cpu_proposals
-from tests.agents.layer_cases import ARGREDUCE, POOLING, SCAN
+from tests.agents.layer_cases import ARGREDUCE, CHANNEL_NORM, POOLING, SCAN
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU = EvalOptions(device="cpu")
 CASES = {**{k: ("pooling" if k != "adaptive" else "reduction", v) for k, v in POOLING.items()},
-         **{k: ("argreduce", v) for k, v in ARGREDUCE.items()}, **{k: ("scan", v) for k, v in SCAN.items()}}
+         **{k: ("argreduce", v) for k, v in ARGREDUCE.items()}, **{k: ("scan", v) for k, v in SCAN.items()},
+         **{k: ("channel_norm", v) for k, v in CHANNEL_NORM.items()}}
 EXACT = set(ARGREDUCE)  # indices: no tolerance
 BUNDLED = {
     "problems/level1/24_max_pool2d.py": "pooling",
@@ -31,6 +33,7 @@ BUNDLED = {
     "problems/level1/27_argmin_ties.py": "argreduce",
     "problems/level1/18_cumsum.py": "scan",
     "problems/level1/28_cumprod_reverse.py": "scan",
+    "problems/level1/29_group_norm.py": "channel_norm",
 }
 
 TRITON_CHECK = """

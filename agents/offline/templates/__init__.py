@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import argreduce, cpu, elementwise, matmul, norm, pooling, reduction, scan, softmax
+from . import argreduce, channel_norm, cpu, elementwise, matmul, norm, pooling, reduction, scan, softmax
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -18,6 +18,7 @@ FAMILIES: dict[str, ModuleType] = {
     "pooling": pooling,
     "argreduce": argreduce,
     "scan": scan,
+    "channel_norm": channel_norm,
 }
 
 BACKENDS: dict[str, dict[str, ModuleType]] = {"triton": FAMILIES, "cuda": FAMILIES, "cpu": cpu.FAMILIES}

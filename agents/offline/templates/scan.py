@@ -17,6 +17,7 @@ PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK_M": 4, "BLOCK_N": 256, "num_warps": 4},
     {"BLOCK_M": 1, "BLOCK_N": 1024, "num_warps": 4},
     {"BLOCK_M": 16, "BLOCK_N": 64, "num_warps": 4},
+    {"BLOCK_M": 2, "BLOCK_N": 2048, "num_warps": 8},
 ]
 
 KERNEL = '''@triton.jit

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import argreduce, elementwise, matmul, norm, pooling, reduction, scan, softmax
+from . import argreduce, channel_norm, elementwise, matmul, norm, pooling, reduction, scan, softmax
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -17,4 +17,5 @@ FAMILIES: dict[str, ModuleType] = {
     "pooling": pooling,
     "argreduce": argreduce,
     "scan": scan,
+    "channel_norm": channel_norm,
 }

@@ -20,6 +20,7 @@ PARAM_SPACE: list[dict[str, Any]] = [
     {"schedule": "static", "TILE": 64, "simdlen": 0, "par_min": 16384},
     {"schedule": "static", "TILE": 256, "simdlen": 16, "par_min": 16384},
     {"schedule": "dynamic", "TILE": 128, "simdlen": 8, "par_min": 65536},
+    {"schedule": "static", "TILE": 32, "simdlen": 0, "par_min": 4096},
 ]
 
 ROWS = '''/* out[r] = the first index of the maximum of {sign}x over row r of a contiguous (rows, red) matrix

@@ -19,6 +19,7 @@ PARAM_SPACE: list[dict[str, Any]] = [
     {"schedule": "static", "acc": "double", "TILE": 64, "simdlen": 0, "par_min": 16384},
     {"schedule": "static", "acc": "float", "TILE": 256, "simdlen": 16, "par_min": 16384},
     {"schedule": "dynamic", "acc": "double", "TILE": 128, "simdlen": 8, "par_min": 65536},
+    {"schedule": "static", "acc": "double", "TILE": 16, "simdlen": 0, "par_min": 4096},
 ]
 
 KERNEL = '''/* y[o, j, i] = the running {what} of x[o, :, i] up to j ({direction}) over a contiguous
