@@ -28,11 +28,12 @@ from app.batch.fit import FitError, fit_problem  # noqa: E402
 from sandbox import EvalOptions, Judge, ProblemError  # noqa: E402
 
 
-def analysed(judge: Judge, path: Path, budget_gb: float, cache: Path) -> dict[str, Any]:
+def analysed(judge: Judge, path: Path, budget_gb: float, cache: Path, retry: bool = True) -> dict[str, Any]:
     """{"analysis", "source"} of the scaled reference, or {"error"}; cached by file name. A
     reference that cannot be brought under the budget is tried with 10x and 100x more."""
     hit = cache / f"{path.parent.name}_{path.stem}.json"
-    if hit.exists() and "error" not in (cached := json.loads(hit.read_text())):
+    cached = json.loads(hit.read_text()) if hit.exists() else None
+    if cached is not None and (not retry or "error" not in cached):
         return cached
     options = EvalOptions(device="cpu", timeout=120)
     out: dict[str, Any] = {}
@@ -63,6 +64,7 @@ def main() -> None:
                     help="one call's inputs and outputs in GB; small: only the analysis runs")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/offline_reach_cache"))
     ap.add_argument("--list", action="store_true", help="one line per problem too")
+    ap.add_argument("--no-retry", action="store_true", help="keep cached analysis failures (no larger budgets)")
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     engine = OfflineEngine(args.backend)
@@ -73,7 +75,7 @@ def main() -> None:
             reasons: Counter[str] = Counter()
             rows = []
             for path in paths:
-                got = analysed(judge, path, args.budget_gb, args.cache)
+                got = analysed(judge, path, args.budget_gb, args.cache, not args.no_retry)
                 if "error" in got:
                     reasons["analysis failed: " + got["error"][:60]] += 1
                     rows.append((path.stem, "-", "analysis failed: " + got["error"]))
