@@ -15,7 +15,7 @@ from typing import Any
 
 import torch.nn as nn
 
-from .ir import Expr
+from .expr import Expr, const
 from .signature import Signature
 
 # Constants too common to be taken for a constructor argument that happens to equal them.
@@ -76,6 +76,20 @@ class Context:
                 paths = self.init_paths(e.value)
                 if len(paths) == 1:
                     e.bind = paths[0]
+
+    def setting(self, value: Any, name: str) -> Expr:
+        """A layer's setting (a kernel size, a stride...) as a const bound to the constructor
+        argument that holds it: the only one of that value, or among several the one named
+        like the setting (``kernel_size=kernel_size``). Unbound when neither is unique."""
+        e = const(value)
+        if value in _TRIVIAL:
+            return e
+        paths = self.init_paths(value)
+        if len(paths) > 1:
+            paths = [p for p in paths if self._init_name(p[0]) == name]
+        if len(paths) == 1:
+            e.bind = paths[0]
+        return e
 
     def scalar(self, e: Expr) -> tuple[str, str] | None:
         """(kernel argument name, expression in forward) for a bound constant, else None."""

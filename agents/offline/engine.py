@@ -53,6 +53,28 @@ class Proposal:
     note: str
 
 
+@dataclass
+class Plan:
+    """What the engine would do with a reference on one backend: its proposals, best
+    first, or the reason it has none, naming the op no family covers or the family
+    whose template this backend lacks."""
+
+    backend: str
+    proposals: list[Proposal] = field(default_factory=list)
+    matched: list[str] = field(default_factory=list)   # "family: kind" of every match, best first
+    skipped: list[str] = field(default_factory=list)   # matches this backend's templates do not render, and why
+    reason: str = ""                                   # why there is no proposal ("" when there is one)
+
+    @property
+    def family(self) -> str | None:
+        return self.proposals[0].family if self.proposals else None
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything but the sources: what batch records and `problems list --families` carry."""
+        return {"backend": self.backend, "family": self.family, "matched": self.matched, "skipped": self.skipped,
+                "reason": self.reason, "proposals": len(self.proposals)}
+
+
 class OfflineEngine:
     """Proposes candidates from the templates of one backend, best guess first."""
 
@@ -80,25 +102,55 @@ class OfflineEngine:
                 ) -> list[Proposal]:
         """Up to ``max_candidates`` candidates: the first parameter set of every match (in
         match order), then the second of every match, and so on."""
-        return self.proposals(self.report(analysis, signature).matches, max_candidates)
+        return self.plan(analysis, max_candidates, signature).proposals
+
+    def plan(self, analysis: dict[str, Any], max_candidates: int = 4, signature: Signature | None = None) -> Plan:
+        """The proposals, or why there are none."""
+        return self.plan_for(self.report(analysis, signature), max_candidates)
+
+    def plan_for(self, report: MatchReport, max_candidates: int) -> Plan:
+        plan = Plan(self.backend, matched=[f"{m.family}: {m.kind}" for m in report.matches])
+        plan.proposals = self._render(report.matches, max_candidates, plan.skipped)
+        if plan.proposals:
+            return plan
+        if not report.matches:
+            plan.reason = report.reason
+        else:
+            plan.reason = "; ".join(plan.skipped) or "every template failed to render (a bug: see the log)"
+        return plan
 
     def proposals(self, matches: list[Match], max_candidates: int) -> list[Proposal]:
+        return self._render(matches, max_candidates, [])
+
+    def _render(self, matches: list[Match], max_candidates: int, skipped: list[str]) -> list[Proposal]:
         out: list[Proposal] = []
         seen: set[str] = set()
-        depth = max((len(self.templates[m.family].PARAM_SPACE) for m in matches), default=0)
+        usable = []
+        for m in matches:
+            if m.family in self.templates:
+                usable.append(m)
+            else:
+                skipped.append(f"{m.family} ({m.kind}): no {m.family} template for backend {self.backend}")
+        depth = max((len(self.templates[m.family].PARAM_SPACE) for m in usable), default=0)
+        refused: set[int] = set()
         for rank in range(depth):
-            for m in matches:
+            for m in usable:
                 space = self.templates[m.family].PARAM_SPACE
-                if rank >= len(space) or len(out) >= max_candidates:
+                if rank >= len(space) or len(out) >= max_candidates or id(m) in refused:
                     continue
                 params = dict(space[rank])
                 try:
                     source = self.templates[m.family].render(m, params)
                 except NotRenderable as exc:
-                    log.info("offline %s template %s does not cover %s: %s", self.backend, m.family, m.kind, exc)
+                    # the match is sound but this backend's template does not cover it: say so, once
+                    refused.add(id(m))
+                    skipped.append(f"{m.family} ({m.kind}): the {self.backend} template does not cover it: {exc}")
                     continue
-                except Exception:  # a template bug must not stop the other proposals
+                except Exception as exc:  # a template bug must not stop the other proposals
                     log.exception("offline template %s failed to render for %s", m.family, m.kind)
+                    refused.add(id(m))
+                    skipped.append(f"{m.family} ({m.kind}): the {self.backend} template failed: "
+                                   f"{type(exc).__name__}: {exc}")
                     continue
                 if source in seen:
                     continue
@@ -131,6 +183,7 @@ class OfflineResult:
     selection: str = ""
     reason: str = ""          # why there is no best, when there is none
     label: str = LABEL
+    plan: dict[str, Any] = field(default_factory=dict)  # Plan.to_json(): the families matched or why none
 
     def to_json(self) -> dict[str, Any]:
         best = None
@@ -138,7 +191,7 @@ class OfflineResult:
             best = {"code": self.best.proposal.source, "verdict": self.best.verdict, "speedup": self.best.speedup,
                     "family": self.best.proposal.family, "params": self.best.proposal.params}
         return {"label": self.label, "device": self.device, "selection": self.selection, "reason": self.reason,
-                "best": best, "attempts": [a.to_json() for a in self.attempts]}
+                "plan": self.plan, "best": best, "attempts": [a.to_json() for a in self.attempts]}
 
 
 def _timer_noise_only(result: EvalResultLike, device: str) -> bool:
@@ -163,6 +216,17 @@ def pick_best(attempts: list[Attempt]) -> tuple[Attempt | None, str]:
                                                "in its interpreter), so there is nothing to rank by")
 
 
+def plan_reference(judge: JudgeLike, reference_source: str, name: str, options: EvalOptions | None = None,
+                   max_candidates: int = 4, engine: OfflineEngine | None = None) -> tuple[dict[str, Any], Plan]:
+    """The sandbox's analysis of a reference and the engine's plan for it (nothing judged).
+
+    Raises sandbox.ProblemError when the reference itself is unusable (as the judge does).
+    """
+    engine = engine or OfflineEngine()
+    analysis = judge.analyze(reference_source, name, options or EvalOptions())
+    return analysis, engine.plan(analysis, max_candidates, from_source(reference_source))
+
+
 def run_offline(judge: JudgeLike, reference_source: str, name: str, options: EvalOptions | None = None,
                 max_candidates: int = 4, engine: OfflineEngine | None = None,
                 exhaustive: bool | None = None) -> OfflineResult:
@@ -178,13 +242,12 @@ def run_offline(judge: JudgeLike, reference_source: str, name: str, options: Eva
     """
     engine = engine or OfflineEngine()
     options = options or EvalOptions()
-    analysis = judge.analyze(reference_source, name, options)
+    analysis, plan = plan_reference(judge, reference_source, name, options, max_candidates, engine)
     device = analysis.get("device", "cpu")
-    report = engine.report(analysis, from_source(reference_source))
-    proposals = engine.proposals(report.matches, max_candidates)
-    result = OfflineResult(device=device)
+    proposals = plan.proposals
+    result = OfflineResult(device=device, plan=plan.to_json())
     if not proposals:
-        result.reason = f"no offline template fits this reference: {report.reason}"
+        result.reason = f"no offline template fits this reference: {plan.reason}"
         return result
     timed = device == "cuda" or engine.backend == "cpu"
     stop_at_first = not exhaustive if exhaustive is not None else not timed

@@ -12,8 +12,13 @@ The reference is never imported or run here: everything comes from the analysis.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from . import layers
+from .expr import Expr, Unsupported, const
+
+__all__ = ["Expr", "Traced", "Unsupported", "build", "const"]
 
 REQUIRED = object()
 
@@ -60,45 +65,6 @@ MODULES: dict[str, tuple[str, dict[str, Any]]] = {
 ASSUMED_MODULE_ATTRS = {"ELU": "alpha", "Hardtanh": "min_val/max_val", "Softplus": "beta/threshold"}
 
 
-@dataclass(eq=False)
-class Expr:
-    """One node. kind: input | param | const | op | meta (a non-tensor value such as x.shape)."""
-
-    kind: str
-    name: str
-    op: str = ""
-    args: tuple[Expr, ...] = ()
-    attrs: dict[str, Any] = field(default_factory=dict)
-    shape: tuple[int, ...] | None = None
-    dtype: str | None = None
-    value: Any = None
-    ref: str = ""       # forward argument name (input) or state_dict key (param)
-    index: int = -1     # position among the forward inputs
-    bind: tuple[int, ...] | None = None  # const only: path into the init inputs holding the value
-
-    @property
-    def is_leaf(self) -> bool:
-        return self.kind in ("input", "param")
-
-    def walk(self) -> list[Expr]:
-        """Every node reachable from this one, operands before users, each once."""
-        seen: dict[int, Expr] = {}
-
-        def visit(e: Expr) -> None:
-            if id(e) in seen:
-                return
-            for a in e.args:
-                visit(a)
-            seen[id(e)] = e
-
-        visit(self)
-        return list(seen.values())
-
-
-def const(value: Any) -> Expr:
-    return Expr("const", "", value=value)
-
-
 @dataclass
 class Traced:
     output: Expr | None
@@ -106,10 +72,6 @@ class Traced:
     params: dict[str, Expr]
     problems: list[str]
     assumed: list[str]
-
-
-class Unsupported(Exception):
-    """A node the IR cannot express; the message says which and why."""
 
 
 def build(analysis: dict[str, Any]) -> Traced:
@@ -280,7 +242,12 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         return Expr("op", name, op="t" if target == "t" else target, args=(x,), attrs={"dims": dims})
     if target in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as"):
         return Expr("op", name, op="view", args=(_tensor(env, args[0], name),))
-    raise Unsupported(f"{name}: {node['op']} {node['target']!r} has no offline template")
+    if args and isinstance(args[0], str) and args[0] in env:
+        layer = layers.call_node(target, lambda pos, key, default: _arg(node, pos, key, default),
+                                 _tensor(env, args[0], name), name)
+        if layer is not None:
+            return layer
+    raise Unsupported(f"no family for {node['target']} (node {name}, {node['op']})")
 
 
 def _norm_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr:
@@ -331,14 +298,6 @@ def _transposed(w: Expr) -> Expr:
 def _module_node(node: dict[str, Any], env: dict[str, Expr], params: dict[str, Any], leaves: dict[str, Expr],
                  assumed: list[str]) -> Expr:
     cls, path, name = node["target"], node["module"], node["name"]
-    if cls not in MODULES:
-        raise Unsupported(f"{name}: module {path} ({cls}) has no offline template")
-    canon, defaults = MODULES[cls]
-    attrs = {**defaults, **{k: v for k, v in (node.get("attrs") or {}).items() if k in defaults}}
-    if cls in ASSUMED_MODULE_ATTRS:
-        assumed.append(f"{path} ({cls}): {ASSUMED_MODULE_ATTRS[cls]} not reported by the analysis, "
-                       "torch defaults assumed")
-    x = _tensor(env, node["args"][0], name)
 
     def param(suffix: str) -> Expr:
         key = f"{path}.{suffix}"
@@ -347,6 +306,19 @@ def _module_node(node: dict[str, Any], env: dict[str, Expr], params: dict[str, A
         leaves[key] = leaves.get(key) or Expr("param", key.replace(".", "_"), shape=tuple(params[key]["shape"]),
                                               dtype=params[key]["dtype"], ref=key)
         return leaves[key]
+
+    if cls not in MODULES:
+        layer = layers.module_node(cls, node.get("attrs") or {}, _tensor(env, node["args"][0], name), name, path,
+                                   param) if node["args"] else None
+        if layer is not None:
+            return layer
+        raise Unsupported(f"no family for nn.{cls} (module {path})")
+    canon, defaults = MODULES[cls]
+    attrs = {**defaults, **{k: v for k, v in (node.get("attrs") or {}).items() if k in defaults}}
+    if cls in ASSUMED_MODULE_ATTRS:
+        assumed.append(f"{path} ({cls}): {ASSUMED_MODULE_ATTRS[cls]} not reported by the analysis, "
+                       "torch defaults assumed")
+    x = _tensor(env, node["args"][0], name)
 
     if canon == "linear":
         w, b = param("weight"), param("bias")

@@ -9,40 +9,20 @@ op list alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from . import ir
+from . import ir, match_layers
 from .context import Context
 from .fingerprint import recognise
 from .ir import Expr, const
+from .matches import FLOATS, Match, MatchReport, NoMatch
 from .signature import Signature, from_analysis
 from .templates.common import broadcast_block, supported_elementwise
 
-FLOATS = ("float32", "float16", "bfloat16", "float64")
-
-
-@dataclass
-class Match:
-    family: str               # the template: elementwise | softmax | norm | reduction | matmul
-    kind: str                 # what was recognised, e.g. "log_softmax", "rms_norm (written out)"
-    ctx: Context
-    spec: dict[str, Any] = field(default_factory=dict)
-    note: str = ""
-
-
-@dataclass
-class MatchReport:
-    matches: list[Match]
-    reasons: list[str]
-
-    @property
-    def reason(self) -> str:
-        return "; ".join(dict.fromkeys(self.reasons)) or "no family matched"
-
-
-class NoMatch(Exception):
-    pass
+# matchers of the layer families, tried after the core ones and before elementwise
+LAYERS = (match_layers.pooling, match_layers.arg_reduction, match_layers.scan, match_layers.channel_norm)
+INDICES = ("int64",)  # the outputs of INDEX_OPS
+INDEX_OPS = {"argreduce"}
 
 
 def match(analysis: dict[str, Any]) -> list[Match]:
@@ -54,8 +34,8 @@ def match_report(analysis: dict[str, Any], signature: Signature | None = None) -
     if len(analysis.get("outputs") or []) != 1:
         return MatchReport([], ["the reference returns several outputs; the offline templates write one"])
     out = analysis["outputs"][0]
-    if not isinstance(out, dict) or out.get("dtype") not in FLOATS:
-        return MatchReport([], [f"the output is not a floating-point tensor ({out!r:.80})"])
+    if not isinstance(out, dict) or out.get("dtype") not in (*FLOATS, *INDICES):
+        return MatchReport([], [f"the output is neither a floating-point nor an index tensor ({out!r:.80})"])
     if analysis.get("graph_error") or not analysis.get("graph"):
         root, reasons = _from_ops(analysis)
         if root is None:
@@ -74,8 +54,10 @@ def match_report(analysis: dict[str, Any], signature: Signature | None = None) -
             first = bad[0]
             return MatchReport([], [str(first.value or f"{first.name}: {first.op} is not supported")])
     out_shape = tuple(out["shape"])
+    if out["dtype"] in INDICES and not (root.kind == "op" and root.op in INDEX_OPS):
+        return MatchReport([], [f"no family for an {out['dtype']} output computed by {_chain(root)}"])
     matches, reasons = [], []
-    for matcher in (_matmul, _row_op, _reduction, _written_row_op, _elementwise):
+    for matcher in (_matmul, _row_op, _reduction, _written_row_op, *LAYERS, _elementwise):
         try:
             m = matcher(root, out_shape, ctx)
         except NoMatch as exc:
@@ -86,7 +68,15 @@ def match_report(analysis: dict[str, Any], signature: Signature | None = None) -
             if isinstance(e, Expr):
                 ctx.bind(e)
         matches.append(m)
+    if not matches:  # every op is known, their combination is not: name it first
+        reasons.insert(0, f"no family for {_chain(root)}")
     return MatchReport(matches, reasons)
+
+
+def _chain(root: Expr) -> str:
+    """The ops of a DAG in forward order, e.g. ``matmul -> softmax``."""
+    ops = [n.op for n in root.walk() if n.kind == "op" and n.op not in ("identity", "cast", "view")]
+    return " -> ".join(dict.fromkeys(ops)) or "a copy of an input"
 
 
 # -- helpers ---------------------------------------------------------------------------------------

@@ -154,7 +154,13 @@ class Search:
         # proposal is judged, and where the judge measures speedups the fastest becomes the best.
         offline = self.offline.for_backend(self.config.backend) if hasattr(self.offline, "for_backend") \
             else self.offline
-        proposals = offline.propose(analysis, self.config.offline_starters)
+        if hasattr(offline, "plan"):
+            plan = offline.plan(analysis, self.config.offline_starters)
+            proposals, traj.offline = plan.proposals, plan.to_json()
+            if not proposals and self.provider is None:  # nothing else will run: the reason is why it stops
+                traj.stop_reason = f"no offline proposal: {plan.reason}"
+        else:
+            proposals = offline.propose(analysis, self.config.offline_starters)
         round_.plan = [{"title": f"offline: {p.family} {p.params}", "rationale": p.note} for p in proposals]
         self.on_event({"kind": "round", "index": 0, "plan": round_.plan})
         done = {a.id for a in round_.attempts}

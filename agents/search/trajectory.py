@@ -56,6 +56,8 @@ class Trajectory:
     elapsed_s: float = 0.0
     stop_reason: str | None = None
     strategies_used: list[dict[str, Any]] = field(default_factory=list)
+    # the offline engine's plan (agents.offline.Plan.to_json): the family it used, or why it had none
+    offline: dict[str, Any] = field(default_factory=dict)
 
     def attempts(self) -> list[Attempt]:
         return [a for r in self.rounds for a in r.attempts]
@@ -119,4 +121,5 @@ class Trajectory:
             "elapsed_s": self.elapsed_s,
             "stop_reason": self.stop_reason,
             "strategies_used": self.strategies_used,
+            "offline": self.offline,
         }

@@ -181,6 +181,7 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
         "cost_usd": float(traj.usage["cost_usd"]),
         "search_wall_s": traj.elapsed_s, "eval_wall_s": eval_s, "wall_s": traj.elapsed_s + eval_s,
         "candidates": len(traj.attempts()), "stop_reason": traj.stop_reason, "label": traj.label,
+        "offline": traj.offline or None,
         "best": None if best is None else {"id": best.id, "source": best.source, "strategy": best.strategy,
                                             "search_speedup": best.speedup},
         "rounds": summary["rounds"], "finished_at": time.time(),

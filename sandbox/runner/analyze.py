@@ -16,6 +16,19 @@ from . import guards
 from .harness import build, seed_all, sync, to_device
 from .loader import LoadError, load_module
 
+# module attributes reported with each call_module node: what the offline engine reads
+MODULE_ATTRS = (
+    "in_features", "out_features", "normalized_shape", "eps", "negative_slope", "dim", "kernel_size", "stride",
+    "padding", "approximate", "p", "inplace", "alpha", "min_val", "max_val", "beta", "threshold",
+    "elementwise_affine", "training", "lambd", "upper", "lower",
+    # convolution and pooling
+    "dilation", "groups", "output_padding", "padding_mode", "in_channels", "out_channels", "ceil_mode",
+    "count_include_pad", "divisor_override", "return_indices", "output_size",
+    # batch / instance / group norm, and losses
+    "num_groups", "num_channels", "num_features", "affine", "track_running_stats", "momentum", "reduction",
+    "margin", "delta", "log_target", "ignore_index", "label_smoothing", "swap",
+)
+
 
 def _meta(v: Any) -> Any:
     if isinstance(v, torch.Tensor):
@@ -44,12 +57,7 @@ def fx_graph(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]] 
         if node.op == "call_module":
             mod = modules[target]
             name = type(mod).__name__
-            extra = {k: _meta(getattr(mod, k)) for k in ("in_features", "out_features", "normalized_shape", "eps",
-                                                          "negative_slope", "dim", "kernel_size", "stride",
-                                                          "padding", "approximate", "p", "inplace", "alpha", "min_val",
-                                                          "max_val", "beta", "threshold", "elementwise_affine",
-                                                          "training", "lambd", "upper", "lower")
-                     if hasattr(mod, k)}
+            extra = {k: _meta(getattr(mod, k)) for k in MODULE_ATTRS if hasattr(mod, k)}
         else:
             name = getattr(target, "__name__", str(target))
             extra = {}

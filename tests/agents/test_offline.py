@@ -33,6 +33,10 @@ REPO_PROBLEMS = {
     "tests/fixtures/judge/problems/rms_norm.py": "norm",
     "tests/fixtures/judge/problems/row_mean.py": "reduction",
     "tests/fixtures/judge/problems/linear_bias_relu.py": "matmul",
+    "problems/level1/24_max_pool2d.py": "pooling",
+    "problems/level1/27_argmin_ties.py": "argreduce",
+    "problems/level1/18_cumsum.py": "scan",
+    "problems/level1/29_group_norm.py": "channel_norm",
 }
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import cpu, elementwise, matmul, norm, reduction, softmax
+from . import argreduce, channel_norm, cpu, elementwise, matmul, norm, pooling, reduction, scan, softmax
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -15,6 +15,10 @@ FAMILIES: dict[str, ModuleType] = {
     "norm": norm,
     "reduction": reduction,
     "matmul": matmul,
+    "pooling": pooling,
+    "argreduce": argreduce,
+    "scan": scan,
+    "channel_norm": channel_norm,
 }
 
 BACKENDS: dict[str, dict[str, ModuleType]] = {"triton": FAMILIES, "cuda": FAMILIES, "cpu": cpu.FAMILIES}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import elementwise, matmul, norm, reduction, softmax
+from . import argreduce, channel_norm, elementwise, matmul, norm, pooling, reduction, scan, softmax
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -14,4 +14,8 @@ FAMILIES: dict[str, ModuleType] = {
     "norm": norm,
     "reduction": reduction,
     "matmul": matmul,
+    "pooling": pooling,
+    "argreduce": argreduce,
+    "scan": scan,
+    "channel_norm": channel_norm,
 }

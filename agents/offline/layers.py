@@ -1,0 +1,118 @@
+"""IR nodes for the layer ops past the elementwise / matmul / row-op core: pooling
+(max and average, 1-3D, module or functional), adaptive pooling to one value per
+channel (a mean or max over the spatial dims), arg-reductions and scans.
+
+``ir.build`` calls ``module_node`` for an ``nn.Module`` call and ``call_node`` for a
+function or method call; both return None for what they do not know. Each layer
+node keeps its settings as plain values in ``attrs["raw"]`` (what the reference's
+module or call held), so the matcher can bind them to constructor arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .expr import Expr, Unsupported
+
+Get = Callable[[int, str, Any], Any]  # (position, keyword, default) -> the call's argument
+
+POOL_MODULES = {f"{m}Pool{n}d": (m.lower(), n) for m in ("Max", "Avg") for n in (1, 2, 3)}
+POOL_FUNCS = {f"{m}_pool{n}d": (m, n) for m in ("max", "avg") for n in (1, 2, 3)}
+ADAPTIVE = {f"Adaptive{m}Pool{n}d": (m.lower(), n) for m in ("Max", "Avg") for n in (1, 2, 3)} | \
+    {f"adaptive_{m}_pool{n}d": (m, n) for m in ("max", "avg") for n in (1, 2, 3)}
+# functional settings after the input, in torch's order, with defaults
+_MAX_ARGS = [("kernel_size", None), ("stride", None), ("padding", 0), ("dilation", 1), ("ceil_mode", False),
+             ("return_indices", False)]
+_AVG_ARGS = [("kernel_size", None), ("stride", None), ("padding", 0), ("ceil_mode", False),
+             ("count_include_pad", True), ("divisor_override", None)]
+CHANNEL_NORMS = {**{f"BatchNorm{n}d": "batch" for n in (1, 2, 3)}, **{f"InstanceNorm{n}d": "instance" for n in (1, 2, 3)},
+                 "GroupNorm": "group"}
+SCANS = {"cumsum": "sum", "cumprod": "prod"}
+ARG_REDUCTIONS = {"argmax": "max", "argmin": "min"}
+
+
+def module_node(cls: str, attrs: dict[str, Any], x: Expr, name: str, path: str,
+                param: Callable[[str], Expr]) -> Expr | None:
+    if cls in CHANNEL_NORMS:
+        return channel_norm(CHANNEL_NORMS[cls], attrs, x, name, f"nn.{cls} ({path})", param)
+    if cls in POOL_MODULES:
+        mode, nd = POOL_MODULES[cls]
+        defaults = dict(_MAX_ARGS if mode == "max" else _AVG_ARGS)
+        return pool(mode, nd, x, name, {k: attrs.get(k, d) for k, d in defaults.items()}, f"nn.{cls} ({path})")
+    if cls in ADAPTIVE:
+        mode, nd = ADAPTIVE[cls]
+        return adaptive(mode, nd, x, name, attrs.get("output_size"), f"nn.{cls} ({path})")
+    return None
+
+
+def call_node(target: str, get: Get, x: Expr, name: str) -> Expr | None:
+    if target in POOL_FUNCS:
+        mode, nd = POOL_FUNCS[target]
+        spec = _MAX_ARGS if mode == "max" else _AVG_ARGS
+        return pool(mode, nd, x, name, {k: get(i + 1, k, d) for i, (k, d) in enumerate(spec)}, target)
+    if target in ADAPTIVE:
+        mode, nd = ADAPTIVE[target]
+        return adaptive(mode, nd, x, name, get(1, "output_size", None), target)
+    if target in SCANS:
+        dim = get(1, "dim", None)
+        if not isinstance(dim, int):
+            raise Unsupported(f"{name}: {target} over a computed dim")
+        if get(2, "dtype", None) is not None:
+            raise Unsupported(f"{name}: {target} with a dtype argument")
+        return Expr("op", name, op="scan", args=(x,), attrs={"combine": SCANS[target], "dim": dim})
+    if target in ARG_REDUCTIONS:
+        dim = get(1, "dim", None)
+        if dim is not None and not isinstance(dim, int):
+            raise Unsupported(f"{name}: {target} over a computed dim")
+        return Expr("op", name, op="argreduce", args=(x,),
+                    attrs={"which": ARG_REDUCTIONS[target], "dim": dim, "keepdim": bool(get(2, "keepdim", False))})
+    if target == "flip":
+        dims = get(1, "dims", None)
+        dims = [dims] if isinstance(dims, int) else dims
+        if not isinstance(dims, (list, tuple)) or not all(isinstance(d, int) for d in dims):
+            raise Unsupported(f"{name}: flip over computed dims")
+        return Expr("op", name, op="flip", args=(x,), attrs={"dims": tuple(dims)})
+    return None
+
+
+def pool(mode: str, nd: int, x: Expr, name: str, raw: dict[str, Any], what: str) -> Expr:
+    if raw.get("return_indices"):
+        raise Unsupported(f"no family for {what} with return_indices (two outputs)")
+    if raw.get("kernel_size") is None:
+        raise Unsupported(f"{name}: {what} without a kernel size")
+    for key, value in raw.items():
+        if isinstance(value, str):
+            raise Unsupported(f"{name}: {what} with a computed {key}")
+    if raw.get("stride") in (None, [], ()):
+        raw["stride"] = raw["kernel_size"]
+    if mode == "avg":
+        raw["dilation"] = 1
+    return Expr("op", name, op="pool", args=(x,), attrs={"mode": mode, "nd": nd, "raw": raw})
+
+
+def adaptive(mode: str, nd: int, x: Expr, name: str, size: Any, what: str) -> Expr:
+    """To one value per channel: a mean (avg) or max over the last ``nd`` dims, kept as size 1."""
+    sizes = size if isinstance(size, (list, tuple)) else [size] * nd
+    if list(sizes) != [1] * nd:
+        raise Unsupported(f"no family for {what} to output size {size} (only to 1)")
+    dims = list(range(-nd, 0))
+    return Expr("op", name, op="mean" if mode == "avg" else "amax", args=(x,),
+                attrs={"dim": dims, "keepdim": True, "values": True})
+
+
+def channel_norm(kind: str, attrs: dict[str, Any], x: Expr, name: str, what: str,
+                 param: Callable[[str], Expr]) -> Expr:
+    """Batch, instance or group norm with the statistics the module computes in its mode:
+    batch statistics in training mode (or without running stats), else the running ones."""
+    running = kind != "group" and bool(attrs.get("track_running_stats")) and not attrs.get("training", True)
+    if running:
+        raise Unsupported(f"no family for {what} in eval mode (running statistics)")
+    eps = attrs.get("eps")
+    if not isinstance(eps, float):
+        raise Unsupported(f"{name}: {what} without a reported eps")
+    groups = attrs.get("num_groups") if kind == "group" else 1
+    if not isinstance(groups, int):
+        raise Unsupported(f"{name}: {what} without a reported num_groups")
+    return Expr("op", name, op="channel_norm", args=(x, param("weight"), param("bias")),
+                attrs={"kind": kind, "groups": groups, "eps": eps})

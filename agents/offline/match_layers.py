@@ -1,0 +1,148 @@
+"""Matchers for the layer families: pooling, arg-reductions and scans.
+
+Each takes the output's Expr, the output shape and the Context, and returns a
+Match or raises NoMatch saying why. Layer settings (kernel sizes, strides...)
+become consts bound to the constructor argument holding them (Context.setting),
+so a candidate follows the reference when the judge perturbs its sizes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import Context
+from .expr import Expr
+from .matches import FLOATS, Match, NoMatch
+
+
+def _input(e: Expr, what: str) -> Expr:
+    if e.kind != "input":
+        raise NoMatch(f"the {what} input is computed ({e.op or e.kind} {e.name}), not a forward input")
+    if e.dtype not in FLOATS:
+        raise NoMatch(f"the {what} input {e.name} has dtype {e.dtype}")
+    return e
+
+
+def _dim(dim: Any, nd: int) -> int:
+    if not isinstance(dim, int) or not -nd <= dim < max(nd, 1):
+        raise NoMatch(f"dim {dim!r} is not a dim of a {nd}-d tensor")
+    return dim % max(nd, 1)
+
+
+def _per_dim(ctx: Context, raw: Any, name: str, nd: int) -> list[Expr]:
+    """One bound const per spatial dim for a setting given as an int or an nd-long sequence."""
+    if isinstance(raw, bool) or raw is None:
+        raise NoMatch(f"{name} is {raw!r}")
+    if isinstance(raw, int):
+        e = ctx.setting(raw, name)
+        return [e] * nd
+    if isinstance(raw, (list, tuple)) and len(raw) == nd and all(isinstance(v, int) for v in raw):
+        return [ctx.setting(v, name) for v in raw]
+    raise NoMatch(f"{name} {raw!r} is neither an int nor {nd} ints")
+
+
+def pooling(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    if root.kind != "op" or root.op != "pool":
+        raise NoMatch("the output is not a max or average pooling")
+    mode, nd, raw = root.attrs["mode"], root.attrs["nd"], dict(root.attrs["raw"])
+    x = _input(root.args[0], f"{mode} pool")
+    if len(x.shape or ()) not in (nd + 1, nd + 2):
+        raise NoMatch(f"a {nd}-d pooling of a {len(x.shape or ())}-d tensor")
+    if raw.get("divisor_override") is not None and not isinstance(raw["divisor_override"], int):
+        raise NoMatch("divisor_override is not an int")
+    spec = {"x": x, "mode": mode, "nd": nd, "out_shape": out_shape,
+            "kernel": _per_dim(ctx, raw["kernel_size"], "kernel_size", nd),
+            "stride": _per_dim(ctx, raw["stride"], "stride", nd),
+            "padding": _per_dim(ctx, raw["padding"], "padding", nd),
+            "dilation": _per_dim(ctx, raw["dilation"], "dilation", nd),
+            "ceil_mode": bool(raw.get("ceil_mode")), "count_include_pad": bool(raw.get("count_include_pad", True)),
+            "divisor": raw.get("divisor_override")}
+    return Match("pooling", f"{mode}_pool{nd}d", ctx, spec)
+
+
+def setting_expr(ctx: Context, e: Expr) -> str:
+    """A layer setting in forward: the constructor argument it is bound to, else its value."""
+    bound = ctx.scalar(e)
+    return bound[1] if bound else str(int(e.value))
+
+
+def pool_settings(ctx: Context, spec: dict[str, Any]) -> list[str]:
+    """The forward-time tuples (kernel, stride, padding, dilation) of a pooling match."""
+    out = []
+    for k in ("kernel", "stride", "padding", "dilation"):
+        items = [setting_expr(ctx, e) for e in spec[k]]
+        out.append(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
+    return out
+
+
+# The output size of a pooling window along one dim, exactly as torch computes it.
+POOL_OUT_SIZE = '''def pool_out_size(n: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
+    """Output length of a window k, stride s, padding p, dilation d over n (torch's rule)."""
+    span = n + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil else 0)) // s + 1
+    if ceil and (out - 1) * s >= n + p:  # the last window must start inside the input or left padding
+        out -= 1
+    return out
+'''
+
+
+def arg_reduction(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    if root.kind != "op" or root.op != "argreduce":
+        raise NoMatch("the output is not an argmax or argmin")
+    x = _input(root.args[0], f"arg{root.attrs['which']}")
+    nd = len(x.shape or ())
+    dim = root.attrs["dim"]
+    spec = {"x": x, "which": root.attrs["which"], "dim": None if dim is None else _dim(dim, nd), "ndim": nd,
+            "keepdim": bool(root.attrs["keepdim"]), "out_shape": out_shape}
+    return Match("argreduce", f"arg{root.attrs['which']}", ctx, spec)
+
+
+def scan(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """cumsum / cumprod of a forward input along one dim, or its reverse form
+    ``x.flip(d).cumsum(d).flip(d)``."""
+    reverse = False
+    e = root
+    if e.kind == "op" and e.op == "flip" and e.args[0].kind == "op" and e.args[0].op == "scan":
+        inner = e.args[0].args[0]
+        if not (inner.kind == "op" and inner.op == "flip"):
+            raise NoMatch("a flip after a scan without a flip before it")
+        e, reverse = e.args[0], True
+        flips = (root.attrs["dims"], inner.attrs["dims"])
+        nd = len(out_shape)
+        if len(flips[0]) != 1 or len(flips[1]) != 1 or \
+                {_dim(flips[0][0], nd), _dim(flips[1][0], nd), _dim(e.attrs["dim"], nd)} != {_dim(flips[0][0], nd)}:
+            raise NoMatch("the flips and the scan are not along one dim")
+        x = _input(inner.args[0], "reversed scan")
+    elif e.kind == "op" and e.op == "scan":
+        x = _input(e.args[0], "scan")
+    else:
+        raise NoMatch("the output is not a cumsum or cumprod")
+    nd = len(x.shape or ())
+    spec = {"x": x, "combine": e.attrs["combine"], "dim": _dim(e.attrs["dim"], nd), "reverse": reverse,
+            "out_shape": out_shape}
+    kind = "cum" + e.attrs["combine"] + (" (reverse)" if reverse else "")
+    return Match("scan", kind, ctx, spec)
+
+
+def channel_norm(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """Batch norm (per channel over batch and space), instance norm (per sample and channel
+    over space) and group norm (per sample and group over its channels and space), with
+    their biased variance and optional per-channel weight and bias."""
+    if root.kind != "op" or root.op != "channel_norm":
+        raise NoMatch("the output is not a batch, instance or group norm")
+    x = _input(root.args[0], root.attrs["kind"] + " norm")
+    shape = tuple(x.shape or ())
+    if len(shape) < 2:
+        raise NoMatch(f"a channel norm of a {len(shape)}-d tensor")
+    channels, groups = shape[1], root.attrs["groups"]
+    if channels % groups:
+        raise NoMatch(f"{channels} channels in {groups} groups")
+    weight, bias = (a if a.kind == "param" else None for a in root.args[1:3])
+    for p in (weight, bias):
+        if p is not None and tuple(p.shape or ()) != (channels,):
+            raise NoMatch(f"{p.name} is not one value per channel")
+    kind = root.attrs["kind"]
+    spec = {"x": x, "kind": kind, "groups": ctx.setting(groups, "num_groups") if kind == "group" else None,
+            "eps": ctx.setting(root.attrs["eps"], "eps"),
+            "weight": weight, "bias": bias, "out_shape": out_shape, "consts": []}
+    return Match("channel_norm", kind + "_norm", ctx, spec)

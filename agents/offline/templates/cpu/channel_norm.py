@@ -1,0 +1,114 @@
+"""Batch, instance and group norm in C, with the statistics the reference computes in
+training mode: mean, then the centred (biased) variance, in double; then one pass
+writing (x - mean) / sqrt(var + eps), times the channel's weight, plus its bias.
+
+The input is (N, C, S) with S the flattened spatial dims. Group / instance norm: each
+OpenMP iteration owns one (sample, group), a contiguous run of C/G * S values
+(instance: G = C). Batch norm: each iteration owns one channel, walking its N rows of S.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...match_layers import setting_expr
+from .common import module_source, omp_schedule, require_float32, simd_pragma
+from .mathlib import prelude
+
+PARAM_SPACE: list[dict[str, Any]] = [
+    {"schedule": "static", "simdlen": 0, "par_min": 16384},
+    {"schedule": "dynamic", "simdlen": 16, "par_min": 16384},
+    {"schedule": "static", "simdlen": 8, "par_min": 65536},
+    {"schedule": "dynamic", "chunk": 2, "simdlen": 0, "par_min": 4096},
+]
+
+GROUPS = '''/* Per (sample, group): statistics over its C/G channels of S values, then the affine per channel. */
+void group_norm(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, int64_t S,
+                int64_t G, double eps) {{
+    const int64_t cg = C / G, len = cg * S;
+    #pragma omp parallel for {schedule} if(N * C * S > {par_min})
+    for (int64_t r = 0; r < N * G; r++) {{
+        const float* xr = x + r * len;
+        float* yr = y + r * len;
+        double sum = 0;
+        {simd_sum}
+        for (int64_t i = 0; i < len; i++) sum += xr[i];
+        const double mean = sum / len;
+        double sq = 0;
+        {simd_sq}
+        for (int64_t i = 0; i < len; i++) {{ const double d = xr[i] - mean; sq += d * d; }}
+        const float inv = (float)(1.0 / sqrt(sq / len + eps)), m = (float)mean;
+        for (int64_t k = 0; k < cg; k++) {{
+            const int64_t c = (r % G) * cg + k;
+            const float scale = inv * w[c], shift = b[c] - m * scale;
+            {simd}
+            for (int64_t s = 0; s < S; s++) yr[k * S + s] = xr[k * S + s] * scale + shift;
+        }}
+    }}
+}}'''
+
+BATCH = '''/* Per channel: statistics over the N samples' S values, then the channel's affine. */
+void batch_norm(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, int64_t S,
+                int64_t G, double eps) {{
+    (void)G;
+    #pragma omp parallel for {schedule} if(N * C * S > {par_min})
+    for (int64_t c = 0; c < C; c++) {{
+        double sum = 0;
+        for (int64_t n = 0; n < N; n++) {{
+            const float* xr = x + (n * C + c) * S;
+            {simd_sum}
+            for (int64_t s = 0; s < S; s++) sum += xr[s];
+        }}
+        const double mean = sum / (N * S);
+        double sq = 0;
+        for (int64_t n = 0; n < N; n++) {{
+            const float* xr = x + (n * C + c) * S;
+            {simd_sq}
+            for (int64_t s = 0; s < S; s++) {{ const double d = xr[s] - mean; sq += d * d; }}
+        }}
+        const float inv = (float)(1.0 / sqrt(sq / (N * S) + eps));
+        const float scale = inv * w[c], shift = b[c] - (float)mean * scale;
+        for (int64_t n = 0; n < N; n++) {{
+            const float* xr = x + (n * C + c) * S;
+            float* yr = y + (n * C + c) * S;
+            {simd}
+            for (int64_t s = 0; s < S; s++) yr[s] = xr[s] * scale + shift;
+        }}
+    }}
+}}'''
+
+
+def render(match: Any, params: dict[str, Any]) -> str:
+    ctx = match.ctx.fresh()
+    spec = match.spec
+    weight, bias = spec["weight"], spec["bias"]
+    require_float32(match.ctx.outputs[0].get("dtype"), spec["x"].dtype, *(p.dtype for p in (weight, bias) if p))
+    kind = spec["kind"]
+    fn = "batch_norm" if kind == "batch" else "group_norm"
+    fmt = dict(schedule=omp_schedule(params), par_min=params["par_min"], simd=simd_pragma(params),
+               simd_sum=simd_pragma(params, "reduction(+:sum)"), simd_sq=simd_pragma(params, "reduction(+:sq)"))
+    kernel = (BATCH if kind == "batch" else GROUPS).format(**fmt)
+    proto = (f"void {fn}(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, int64_t S, "
+             "int64_t G, double eps)")
+    groups = "x.shape[1]" if kind == "instance" else "1" if kind == "batch" else "groups"
+    host = [f"def {kind}_norm(x: torch.Tensor, weight, bias, groups: int, eps: float) -> torch.Tensor:",
+            f'    """{kind} norm of (N, C, ...) with training-mode statistics; weight / bias may be None."""',
+            "    x = x.contiguous()",
+            "    out = torch.empty_like(x)",
+            "    weight = torch.ones(x.shape[1], dtype=x.dtype) if weight is None else weight.contiguous()",
+            "    bias = torch.zeros(x.shape[1], dtype=x.dtype) if bias is None else bias.contiguous()",
+            "    if out.numel():",
+            f"        lib.{fn}(x, weight, bias, out, x.shape[0], x.shape[1], math.prod(x.shape[2:]), {groups}, "
+            "float(eps))",
+            "    return out"]
+    w = ctx.param_access(weight.ref) if weight else "None"
+    b = ctx.param_access(bias.ref) if bias else "None"
+    g = setting_expr(ctx, spec["groups"]) if spec["groups"] is not None else "1"
+    eps = ctx.scalar(spec["eps"])
+    eps_expr = eps[1] if eps else repr(float(spec["eps"].value))
+    knobs = ", ".join(f"{k}={v}" for k, v in params.items())
+    doc = (f"{match.kind} (training-mode statistics) in C (offline engine, no LLM, backend cpu).\n\n"
+           f"Parameters: {knobs}.\n")
+    return module_source(doc, prelude() + "\n\n" + kernel, [proto], fn, ["\n".join(host)], ctx,
+                         [f"return {kind}_norm({ctx.forward_arg(spec['x'].index)}, {w}, {b}, {g}, {eps_expr})"],
+                         uses_math=True)

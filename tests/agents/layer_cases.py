@@ -1,0 +1,156 @@
+"""Inline references for the layer families (pooling, arg-reductions, scans...): the
+spellings and settings the bundled problems do not cover. name -> (family, source)."""
+
+from __future__ import annotations
+
+from tests.agents.test_offline import ref
+
+POOLING = {
+ "max1d": ref("""
+    class Model(nn.Module):
+        def __init__(self, kernel_size, stride, padding, dilation):
+            super().__init__()
+            self.pool = nn.MaxPool1d(kernel_size, stride=stride, padding=padding, dilation=dilation)
+        def forward(self, x):
+            return self.pool(x)
+    """, "[torch.randn(batch, ch, length)]", "[kernel_size, stride, padding, dilation]",
+    "batch = 3\nch = 5\nlength = 101\nkernel_size = 8\nstride = 1\npadding = 4\ndilation = 3"),
+ "max2d_ceil": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True)
+    """, "[torch.randn(2, 3, 17, 20).sub(3.0)]"),
+ "max3d": ref("""
+    class Model(nn.Module):
+        def __init__(self, kernel_size, stride, padding, dilation):
+            super().__init__()
+            self.pool = nn.MaxPool3d(kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=True)
+        def forward(self, x):
+            return self.pool(x)
+    """, "[torch.randn(2, 3, 11, 12, 13)]", "[kernel_size, stride, padding, dilation]",
+    "kernel_size = 3\nstride = 2\npadding = 1\ndilation = 3"),
+ "avg1d": ref("""
+    class Model(nn.Module):
+        def __init__(self, kernel_size, stride, padding):
+            super().__init__()
+            self.pool = nn.AvgPool1d(kernel_size, stride=stride, padding=padding)
+        def forward(self, x):
+            return self.pool(x)
+    """, "[torch.randn(3, 5, 67)]", "[kernel_size, stride, padding]", "kernel_size = 8\nstride = 1\npadding = 4"),
+ "avg2d_excl_ceil": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return F.avg_pool2d(x, (3, 2), stride=(2, 3), padding=1, ceil_mode=True, count_include_pad=False)
+    """, "[torch.randn(2, 3, 17, 20)]"),
+ "avg3d_div": ref("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = nn.AvgPool3d(3, stride=2, padding=1, divisor_override=5)
+        def forward(self, x):
+            return self.pool(x)
+    """, "[torch.randn(2, 3, 9, 10, 11)]"),
+ "avg2d_ceil_incl": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True)
+    """, "[torch.randn(2, 3, 16, 19)]"),
+ "adaptive": ref("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = nn.AdaptiveAvgPool2d((1, 1))
+        def forward(self, x):
+            return self.pool(x)
+    """, "[torch.randn(2, 3, 16, 19)]"),
+}
+
+ARGREDUCE = {
+ "argmax_dim1": ref("""
+    class Model(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim = dim
+        def forward(self, x):
+            return torch.argmax(x, dim=self.dim)
+    """, "[torch.randn(batch, dim1, dim2)]", "[1]", "batch = 3\ndim1 = 37\ndim2 = 41"),
+ "argmin_last_keepdim": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.argmin(x, dim=-1, keepdim=True)
+    """, "[torch.randn(5, 7, 300)]"),
+ "argmax_ties": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x.argmax(dim=0)
+    """, "[torch.randint(0, 3, (33, 70)).float()]"),
+ "argmin_all": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.argmin(x)
+    """, "[torch.randint(0, 5, (9, 70)).float()]"),
+}
+
+SCAN = {
+ "cumsum_last": ref("""
+    class Model(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim = dim
+        def forward(self, x):
+            return torch.cumsum(x, dim=self.dim)
+    """, "[torch.rand(batch, n)]", "[1]", "batch = 5\nn = 1031"),
+ "cumprod_mid": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.cumprod(x, 1)
+    """, "[torch.rand(3, 45, 19).add(0.5)]"),
+ "cumsum_reverse": ref("""
+    class Model(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim = dim
+        def forward(self, x):
+            return torch.cumsum(x.flip(self.dim), dim=self.dim).flip(self.dim)
+    """, "[torch.randn(7, 300)]", "[1]"),
+ "cumsum_reverse_dim0": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x.flip(0).cumsum(0).flip(0)
+    """, "[torch.randn(33, 5, 6)]"),
+}
+
+CHANNEL_NORM = {
+ "batch_norm2d": ref("""
+    class Model(nn.Module):
+        def __init__(self, num_features):
+            super().__init__()
+            self.bn = nn.BatchNorm2d(num_features=num_features)
+        def forward(self, x):
+            return self.bn(x)
+    """, "[torch.randn(batch, features, 9, 11).mul(2.0).add(3.0)]", "[features]", "batch = 4\nfeatures = 13"),
+ "instance_norm2d": ref("""
+    class Model(nn.Module):
+        def __init__(self, num_features):
+            super().__init__()
+            self.inorm = nn.InstanceNorm2d(num_features=num_features)
+        def forward(self, x):
+            return self.inorm(x)
+    """, "[torch.randn(batch, features, 10, 13).add(1.0)]", "[features]", "batch = 3\nfeatures = 7"),
+ "group_norm": ref("""
+    class Model(nn.Module):
+        def __init__(self, num_features, num_groups):
+            super().__init__()
+            self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=num_features)
+        def forward(self, x):
+            return self.gn(x)
+    """, "[torch.randn(batch, features, 6, 7)]", "[features, num_groups]", "batch = 3\nfeatures = 12\nnum_groups = 4"),
+ "batch_norm1d_affine_off": ref("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = nn.BatchNorm1d(20, affine=False, eps=1e-3)
+        def forward(self, x):
+            return self.bn(x)
+    """, "[torch.randn(16, 20)]"),
+}
