@@ -24,6 +24,13 @@ SCALES: tuple[tuple[str, Callable[[int], int]], ...] = (
     ("x1.25 odd", lambda v: round(v * 1.25) | 1),
     ("x2", lambda v: v * 2),
 )
+# A problem scaled down by --fit-memory: growing it would leave the budget the user
+# set (a 1 GB call grown x1.25 per size is 1.6 GB, and the judge grows one size more),
+# so its held-out sizes are shrinks the search never used (it saw x3/4).
+SHRINK_SCALES: tuple[tuple[str, Callable[[int], int]], ...] = (
+    ("x0.8 odd", lambda v: round(v * 0.8) | 1),
+    ("x0.5", lambda v: max(8, v // 2)),
+)
 # judge(reference_source, reference_name, candidate_source) -> the judge's result JSON;
 # raises ProblemError when the reference is unusable at those sizes.
 JudgeFn = Callable[[str, str, str], dict[str, Any]]
@@ -49,11 +56,12 @@ def scaled_source(source: str, scale: Callable[[int], int]) -> tuple[str, dict[s
     return ast.unparse(tree) + "\n", changed
 
 
-def held_out(judge: JudgeFn, reference: str, name: str, candidate: str) -> dict[str, Any]:
+def held_out(judge: JudgeFn, reference: str, name: str, candidate: str,
+             scales: tuple[tuple[str, Callable[[int], int]], ...] = SCALES) -> dict[str, Any]:
     """`status`: pass | fail | unavailable (no size constants, or the reference
     cannot run at any held-out size); `sizes` are the held-out constants used."""
     tried: list[dict[str, Any]] = []
-    for label, scale in SCALES:
+    for label, scale in scales:
         scaled = scaled_source(reference, scale)
         if scaled is None:
             return {"status": "unavailable", "why": "the reference has no module-level size constants", "tried": []}

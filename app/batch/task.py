@@ -37,7 +37,7 @@ from ..kb.job_lessons import learn
 from ..settings import get_settings
 from .baselines import BaselineCache
 from .fit import with_memory_hint
-from .heldout import held_out
+from .heldout import SCALES, SHRINK_SCALES, held_out
 
 _JUDGE: Judge | None = None
 
@@ -160,7 +160,8 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     heldout = None
     if spec.held_out and final and final["verdict"] == "pass":
         quick = replace(options, trials=3, timing_sets=1, compile_baseline=False)
-        heldout = held_out(lambda r, n, c: judge_fn(r, n, c, quick), reference, name, best.code)
+        heldout = held_out(lambda r, n, c: judge_fn(r, n, c, quick), reference, name, best.code,
+                           SHRINK_SCALES if spec.problem.get("scaled") else SCALES)
     eval_s = time.monotonic() - evaluated
     if best is not None:
         (out / "best.py").write_text(best.code)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from app.batch.worker import TaskSpec, run_task
+from app.batch.task import TaskSpec, run_task
 from tests.agents.test_offline import ref
 from tests.agents.test_offline_plan import FLIP
 from tests.conftest import run_kforge
@@ -27,8 +27,8 @@ def test_a_batch_record_without_a_proposal_carries_the_reason(tmp_path) -> None:
                     options={"device": "cpu"}, held_out=False)
     record = run_task(spec)
     assert record["status"] == "done" and record["search_found"] is False
-    assert record["stop_reason"] == "no offline proposal: no family for flip (node flip, call_function)"
-    assert record["offline"]["reason"] == "no family for flip (node flip, call_function)"
+    assert record["stop_reason"].startswith("no offline proposal: no family for flip")
+    assert record["offline"]["reason"].startswith("no family for flip")
 
 
 def test_problems_list_families_names_the_family_or_the_reason(tmp_path) -> None:
@@ -40,7 +40,7 @@ def test_problems_list_families_names_the_family_or_the_reason(tmp_path) -> None
     found = {p["name"]: p for p in json.loads(proc.stdout)}
     assert found["1_relu"]["offline"]["family"] == "elementwise" and found["1_relu"]["offline"]["backend"] == "cpu"
     assert found["2_flip"]["offline"]["family"] is None
-    assert found["2_flip"]["offline"]["reason"] == "no family for flip (node flip, call_function)"
+    assert found["2_flip"]["offline"]["reason"].startswith("no family for flip")
     assert "error" in found["3_broken"] and "offline" not in found["3_broken"]
     plain = json.loads(run_kforge("problems", "list", str(tmp_path), "--json").stdout)
     assert all("offline" not in p for p in plain)  # opt-in: nothing runs without the flag

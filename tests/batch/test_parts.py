@@ -8,7 +8,7 @@ import pytest
 
 from app.batch.baselines import BaselineCache
 from app.batch.compare import change, compare
-from app.batch.heldout import SCALES, held_out, scaled_source
+from app.batch.heldout import SCALES, SHRINK_SCALES, held_out, scaled_source
 from app.batch.report import write_reports
 from app.batch.run import BatchError
 from app.batch.task import final_evaluation, speedups
@@ -143,3 +143,15 @@ def test_final_evaluation_times_compile_once_per_gpu_and_source(tmp_path):
     assert second["speedup_compile"] == 1.5 and second["baseline_source"] == "cache" and second["eager_drift"] == 1.0
     _, cpu = final_evaluation(judge_fn, REFERENCE, "ref", "code", EvalOptions(), {"device": "cpu"}, cache)
     assert asked[-1] is False, "no compile baseline on the CPU"
+
+
+def test_held_out_of_a_problem_fitted_to_memory_shrinks_instead_of_growing():
+    seen = []
+
+    def judge(ref: str, name: str, code: str) -> dict:
+        seen.append(load_problem(name, ref).constants["dim"])
+        return {"verdict": "pass", "reasons": [], "perturbed_sizes": []}
+
+    out = held_out(judge, REFERENCE, "ref", "class ModelNew: ...", SHRINK_SCALES)
+    assert seen == [819] and out["status"] == "pass" and out["scale"] == "x0.8 odd"
+    assert all(v < d for v, d in zip(out["sizes"].values(), (16, 1024, 8)))
