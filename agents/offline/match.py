@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import ir, match_layers
-from .context import Context
+from .template_context import Context
 from .fingerprint import recognise
 from .ir import Expr, const
 from .matches import FLOATS, Match, MatchReport, NoMatch

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .context import Context
+from .template_context import Context
 from .expr import Expr
 from .matches import FLOATS, Match, NoMatch
 

@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..context import Context
+from ..template_context import Context
 from ..ir import Expr
 
 HEADER = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ...context import Context
+from ...template_context import Context
 from ...ir import Expr
 from ..common import model_class
 
