@@ -87,8 +87,8 @@ def test_an_offline_search_without_a_proposal_stops_saying_why(judge: Judge, tmp
                     trajectory_path=tmp_path / "traj.json")
     traj = search.run(FLIP, "flip.py")
     assert traj.attempts() == []
-    assert traj.stop_reason == "no offline proposal: no family for flip (node flip, call_function)"
+    assert traj.stop_reason.startswith("no offline proposal: no family for flip")
     summary = traj.summary()
     assert summary["offline"]["backend"] == "cpu" and summary["offline"]["family"] is None
-    assert summary["offline"]["reason"] == "no family for flip (node flip, call_function)"
+    assert summary["offline"]["reason"].startswith("no family for flip")
 
