@@ -21,7 +21,7 @@ from app.settings import Settings
 from app.web.batch_runs import batch_dir
 from app.web.chart import best_speedup_chart
 from app.web.diff import side_by_side
-from app.web.listing import Filters
+from app.jobs.listing import Filters
 from app.web.security import csrf_token
 
 HOSTILE = "<script>alert(1)</script>"

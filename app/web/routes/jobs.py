@@ -12,7 +12,7 @@ from ...jobs.lease import cancel_job
 from ...jobs.status import LIVE, JobStatus
 from ..deps import FormData, WebSession, WebUser
 from ..diff import side_by_side
-from ..listing import BACKENDS, Filters, list_page
+from ...jobs.listing import BACKENDS, Filters, list_page
 from ..page_route import PageRoute
 from ..render import page_context, render, render_fragment
 from ..security import HEADERS, check_csrf

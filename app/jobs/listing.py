@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session, joinedload
 
 from ..backends import BACKENDS
 from ..db.models import Job, User
-from ..jobs.status import JobStatus
-from ..jobs.views import candidate_counts
+from .status import JobStatus
+from .views import candidate_counts
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
