@@ -20,7 +20,7 @@ from typing import Any
 NAMES = ("baseline_eager", "baseline_compile")
 # A baseline whose interquartile range exceeds this share of its median was disturbed
 # (load on shared cores): it is used for this evaluation but not kept for later ones.
-MAX_RELATIVE_IQR = 0.5
+MAX_RELATIVE_IQR = 0.2
 
 
 def too_noisy(times_ms: list[float]) -> bool:

@@ -26,3 +26,13 @@ def test_a_baseline_disturbed_by_load_is_not_cached(tmp_path, monkeypatch) -> No
               _frame("baseline_compile", [0.49, 0.5, 7.9, 13.6, 14.0, 0.48, 9.0, 12.0])]
     baseline_cache.store("k", frames)
     assert baseline_cache.lookup("k") is None
+
+
+def test_a_baseline_timed_under_memory_pressure_is_not_cached(tmp_path, monkeypatch) -> None:
+    # KernelBench 19_ReLU at 1 GB: eager timed while the machine swapped pages, IQR 399-551 ms
+    # around 516 ms (30%); cached, it made later candidates look 2-3x faster than they were.
+    monkeypatch.setenv("KFORGE_JUDGE_BASELINE_CACHE", str(tmp_path))
+    frames = [_frame("baseline_eager", [398.7, 515.7, 551.2, 420.0, 540.0]),
+              _frame("baseline_compile", [210.0, 212.3, 208.0, 234.8, 211.0])]
+    baseline_cache.store("k", frames)
+    assert baseline_cache.lookup("k") is None
