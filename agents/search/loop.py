@@ -22,6 +22,7 @@ from typing import Any
 from knowledge_base.problem_identity import arch_of
 
 from ..context import Context, Evaluator, NoStrategies, StrategySource
+from ..offline.signature import from_source
 from ..providers import Completion, Provider
 from ..roles.coder import Coder, Draft
 from ..roles.planner import Planner
@@ -155,7 +156,10 @@ class Search:
         offline = self.offline.for_backend(self.config.backend) if hasattr(self.offline, "for_backend") \
             else self.offline
         if hasattr(offline, "plan"):
-            plan = offline.plan(analysis, self.config.offline_starters)
+            # The constructor's names and defaults come from the reference's source: the
+            # analysis only counts init inputs, and a defaulted argument (bias=True) it
+            # never saw would make every proposal fail the signature check.
+            plan = offline.plan(analysis, self.config.offline_starters, from_source(traj.reference))
             proposals, traj.offline = plan.proposals, plan.to_json()
             if not proposals and self.provider is None:  # nothing else will run: the reason is why it stops
                 traj.stop_reason = f"no offline proposal: {plan.reason}"
