@@ -31,8 +31,9 @@ from .test_offline import INLINE, REPO_PROBLEMS, ROOT  # noqa: E402
 
 H100 = GPUTarget("cuda", 90, 32)
 # Bundled problems outside the engine's families (scan, convolution, pooling).
-NO_TEMPLATE = {"18_cumsum.py", "23_conv1d.py", "24_max_pool2d.py"}
-_DTYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64"}
+NO_TEMPLATE = {"23_conv1d.py"}
+_DTYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
+           torch.int64: "i64", torch.int32: "i32"}
 
 CASES = {Path(p).name: (ROOT / p).read_text() for p in REPO_PROBLEMS} | {f"{k}.py": v[1] for k, v in INLINE.items()} \
     | {p.name: p.read_text() for p in sorted((ROOT / "problems" / "level1").glob("*.py"))}
