@@ -57,11 +57,10 @@ class _Sink:
 
     def write(self, data: Any) -> int:
         view = memoryview(data).cast("B")
-        size = view.nbytes
-        while self.fd is not None and view:
-            view = view[os.write(self.fd, view):]
-        self.n += size
-        return size
+        if self.fd is not None:
+            _write_all(self.fd, view)
+        self.n += view.nbytes
+        return view.nbytes
 
     def flush(self) -> None:
         pass
