@@ -57,7 +57,7 @@ class Runner:
         self.out = out
         self.notes = notes
 
-    def send_raw(self, data: bytes) -> None:
+    def send_raw(self, data: bytes | memoryview) -> None:
         self.out.write(data)
         self.out.flush()
 
@@ -180,8 +180,7 @@ class Runner:
                     break
                 self.send({"kind": "stamp", "t": time.monotonic()})
                 with memoryview(buf) as view, view[: HEADER.size + size] as frame:
-                    self.out.write(frame)  # no copy of a frame of hundreds of MB
-                self.out.flush()
+                    self.send_raw(frame)  # no copy of a frame of hundreds of MB
                 del buf[: HEADER.size + size]
             if reason:
                 break
