@@ -93,6 +93,10 @@ def build(analysis: dict[str, Any]) -> Traced:
                 inputs.append(e)
             elif op == "get_attr":
                 key = node["target"]
+                value = (node.get("attrs") or {}).get("value")
+                if key not in params and isinstance(value, (int, float)) and not isinstance(value, bool):
+                    env[name] = const(float(value))  # torch.tensor(v) in forward: a scalar
+                    continue
                 if key not in params:
                     raise Unsupported(f"{name}: attribute {key!r} is not in the state_dict")
                 e = Expr("param", name, shape=tuple(params[key]["shape"]), dtype=params[key]["dtype"], ref=key)
@@ -176,6 +180,9 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         if base.kind == "op" and base.op in ("max", "min") and base.attrs.get("dim") is not None and args[1] == 0:
             return Expr("op", name, op=base.op, args=base.args, attrs={**base.attrs, "values": True})
         return Expr("meta", name, op="getitem")
+    if target in ("tensor", "scalar_tensor", "as_tensor") and args and isinstance(args[0], (int, float)) \
+            and not isinstance(args[0], bool):
+        return const(float(args[0]))  # torch.tensor(v, device=x.device): a scalar
     if target in ("size", "dim", "numel"):
         return Expr("meta", name, op=target)
     if target in ("float", "to", "type_as", "half", "bfloat16", "double"):
@@ -244,7 +251,7 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         return Expr("op", name, op="view", args=(_tensor(env, args[0], name),))
     if args and isinstance(args[0], str) and args[0] in env:
         layer = layers.call_node(target, lambda pos, key, default: _arg(node, pos, key, default),
-                                 _tensor(env, args[0], name), name)
+                                 _tensor(env, args[0], name), name, lambda v: _ref(env, v))
         if layer is not None:
             return layer
     raise Unsupported(f"no family for {node['target']} (node {name}, {node['op']})")

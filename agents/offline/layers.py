@@ -28,12 +28,26 @@ _AVG_ARGS = [("kernel_size", None), ("stride", None), ("padding", 0), ("ceil_mod
              ("count_include_pad", True), ("divisor_override", None)]
 CHANNEL_NORMS = {**{f"BatchNorm{n}d": "batch" for n in (1, 2, 3)}, **{f"InstanceNorm{n}d": "instance" for n in (1, 2, 3)},
                  "GroupNorm": "group"}
+CONV_MODULES = {f"{t}{n}d": (t == "ConvTranspose", n) for t in ("Conv", "ConvTranspose") for n in (1, 2, 3)}
+CONV_FUNCS = {f"{t}{n}d": (t == "conv_transpose", n) for t in ("conv", "conv_transpose") for n in (1, 2, 3)}
+# functional settings after (input, weight, bias), in torch's order, with defaults
+_CONV_ARGS = [("stride", 1), ("padding", 0), ("dilation", 1), ("groups", 1)]
+_CONVT_ARGS = [("stride", 1), ("padding", 0), ("output_padding", 0), ("groups", 1), ("dilation", 1)]
 SCANS = {"cumsum": "sum", "cumprod": "prod"}
 ARG_REDUCTIONS = {"argmax": "max", "argmin": "min"}
 
 
 def module_node(cls: str, attrs: dict[str, Any], x: Expr, name: str, path: str,
                 param: Callable[[str], Expr]) -> Expr | None:
+    if cls in CONV_MODULES:
+        transposed, nd = CONV_MODULES[cls]
+        if attrs.get("padding_mode", "zeros") != "zeros":
+            raise Unsupported(f"no family for nn.{cls} ({path}) with padding_mode={attrs.get('padding_mode')!r}")
+        raw = {k: attrs.get(k, d) for k, d in (_CONVT_ARGS if transposed else _CONV_ARGS)}
+        weight = param("weight")
+        if weight.kind != "param":
+            raise Unsupported(f"{name}: {path}.weight is not in the state_dict")
+        return conv(transposed, nd, x, weight, param("bias"), name, raw, f"nn.{cls} ({path})")
     if cls in CHANNEL_NORMS:
         return channel_norm(CHANNEL_NORMS[cls], attrs, x, name, f"nn.{cls} ({path})", param)
     if cls in POOL_MODULES:
@@ -46,7 +60,17 @@ def module_node(cls: str, attrs: dict[str, Any], x: Expr, name: str, path: str,
     return None
 
 
-def call_node(target: str, get: Get, x: Expr, name: str) -> Expr | None:
+def call_node(target: str, get: Get, x: Expr, name: str, tensor: Callable[[Any], Expr] | None = None
+              ) -> Expr | None:
+    """``tensor`` resolves an argument naming another node (a weight passed to F.conv2d)."""
+    if target in CONV_FUNCS and tensor is not None:
+        transposed, nd = CONV_FUNCS[target]
+        weight, bias = tensor(get(1, "weight", None)), tensor(get(2, "bias", None))
+        if weight.kind != "param" or bias.kind not in ("param", "const"):
+            raise Unsupported(f"{name}: {target} with a computed weight or bias (only parameters are covered)")
+        spec = _CONVT_ARGS if transposed else _CONV_ARGS
+        raw = {k: get(i + 3, k, d) for i, (k, d) in enumerate(spec)}
+        return conv(transposed, nd, x, weight, bias, name, raw, target)
     if target in POOL_FUNCS:
         mode, nd = POOL_FUNCS[target]
         spec = _MAX_ARGS if mode == "max" else _AVG_ARGS
@@ -74,6 +98,21 @@ def call_node(target: str, get: Get, x: Expr, name: str) -> Expr | None:
             raise Unsupported(f"{name}: flip over computed dims")
         return Expr("op", name, op="flip", args=(x,), attrs={"dims": tuple(dims)})
     return None
+
+
+def conv(transposed: bool, nd: int, x: Expr, weight: Expr, bias: Expr, name: str, raw: dict[str, Any],
+         what: str) -> Expr:
+    """A convolution (or transposed one) with its settings as plain values in attrs["raw"]."""
+    for key, value in raw.items():
+        if isinstance(value, str) and not (key == "padding" and value in ("valid", "same")):
+            raise Unsupported(f"{name}: {what} with a computed {key}")
+    if raw.get("padding") == "valid":
+        raw["padding"] = 0
+    if raw.get("padding") == "same":
+        raise Unsupported(f"no family for {what} with padding='same'")
+    if bias.kind == "const" and bias.value is not None:
+        raise Unsupported(f"{name}: {what} with a constant bias")
+    return Expr("op", name, op="conv", args=(x, weight, bias), attrs={"nd": nd, "transposed": transposed, "raw": raw})
 
 
 def pool(mode: str, nd: int, x: Expr, name: str, raw: dict[str, Any], what: str) -> Expr:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .template_context import Context
 from .expr import Expr
 from .matches import FLOATS, Match, NoMatch
+from .template_context import Context
 
 
 def _input(e: Expr, what: str) -> Expr:
@@ -29,7 +29,7 @@ def _dim(dim: Any, nd: int) -> int:
     return dim % max(nd, 1)
 
 
-def _per_dim(ctx: Context, raw: Any, name: str, nd: int) -> list[Expr]:
+def per_dim(ctx: Context, raw: Any, name: str, nd: int) -> list[Expr]:
     """One bound const per spatial dim for a setting given as an int or an nd-long sequence."""
     if isinstance(raw, bool) or raw is None:
         raise NoMatch(f"{name} is {raw!r}")
@@ -51,10 +51,10 @@ def pooling(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     if raw.get("divisor_override") is not None and not isinstance(raw["divisor_override"], int):
         raise NoMatch("divisor_override is not an int")
     spec = {"x": x, "mode": mode, "nd": nd, "out_shape": out_shape,
-            "kernel": _per_dim(ctx, raw["kernel_size"], "kernel_size", nd),
-            "stride": _per_dim(ctx, raw["stride"], "stride", nd),
-            "padding": _per_dim(ctx, raw["padding"], "padding", nd),
-            "dilation": _per_dim(ctx, raw["dilation"], "dilation", nd),
+            "kernel": per_dim(ctx, raw["kernel_size"], "kernel_size", nd),
+            "stride": per_dim(ctx, raw["stride"], "stride", nd),
+            "padding": per_dim(ctx, raw["padding"], "padding", nd),
+            "dilation": per_dim(ctx, raw["dilation"], "dilation", nd),
             "ceil_mode": bool(raw.get("ceil_mode")), "count_include_pad": bool(raw.get("count_include_pad", True)),
             "divisor": raw.get("divisor_override")}
     return Match("pooling", f"{mode}_pool{nd}d", ctx, spec)

@@ -61,6 +61,10 @@ def fx_graph(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]] 
         else:
             name = getattr(target, "__name__", str(target))
             extra = {}
+            if node.op == "get_attr":  # a constant the trace made of torch.tensor(v): report v
+                value = getattr(traced, str(target), None)
+                if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.dtype.is_complex:
+                    extra = {"value": value.item()}
         tm = node.meta.get("tensor_meta")
         nodes.append({
             "name": node.name, "op": node.op, "target": name, "module": str(target) if node.op == "call_module" else None,

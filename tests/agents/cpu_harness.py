@@ -15,7 +15,13 @@ import torch
 
 from agents.offline.engine import OfflineEngine
 from agents.offline.signature import from_source
+from sandbox import EvalOptions
 from sandbox.runner.analyze import run_analyze
+
+# The judge on the CPU with the least timing that still yields a speedup: tests check
+# verdicts, not speed (speed is measured in benchmarks/), and full native timing with a
+# torch.compile baseline costs tens of seconds per problem.
+QUICK = EvalOptions(device="cpu", timing_sets=1, time_reps=5, compile_baseline=False)
 
 
 def analyse(source: str, name: str = "ref.py") -> dict[str, Any]:

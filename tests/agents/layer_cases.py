@@ -154,3 +154,70 @@ CHANNEL_NORM = {
             return self.bn(x)
     """, "[torch.randn(16, 20)]"),
 }
+
+CONV = {
+ "conv1d_grouped_dilated": ref("""
+    class Model(nn.Module):
+        def __init__(self, cin, cout, kernel_size, stride, padding, dilation, groups):
+            super().__init__()
+            self.conv = nn.Conv1d(cin, cout, kernel_size, stride=stride, padding=padding, dilation=dilation,
+                                  groups=groups, bias=False)
+        def forward(self, x):
+            return self.conv(x)
+    """, "[torch.randn(3, cin, 37)]", "[cin, cout, kernel_size, stride, padding, dilation, groups]",
+    "cin = 6\ncout = 9\nkernel_size = 5\nstride = 2\npadding = 3\ndilation = 2\ngroups = 3"),
+ "conv2d_epilogue": ref("""
+    class Model(nn.Module):
+        def __init__(self, cin, cout, kernel_size, scale):
+            super().__init__()
+            self.conv = nn.Conv2d(cin, cout, kernel_size, stride=(2, 1), padding=(1, 2))
+            self.shift = nn.Parameter(torch.randn(cout, 1, 1))
+            self.scale = scale
+        def forward(self, x):
+            return torch.sigmoid(self.conv(x) + self.shift) * self.scale
+    """, "[torch.randn(2, cin, 13, 11)]", "[cin, cout, kernel_size, 0.75]", "cin = 5\ncout = 7\nkernel_size = 3"),
+ "depthwise2d_functional": ref("""
+    class Model(nn.Module):
+        def __init__(self, ch):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(ch, 1, 3, 3))
+            self.ch = ch
+        def forward(self, x):
+            return F.conv2d(x, self.weight, None, 1, 1, 1, self.ch)
+    """, "[torch.randn(2, ch, 9, 10)]", "[ch]", "ch = 4"),
+ "conv3d": ref("""
+    class Model(nn.Module):
+        def __init__(self, cin, cout, kernel_size):
+            super().__init__()
+            self.conv = nn.Conv3d(cin, cout, (kernel_size, 2, 3), padding=1)
+        def forward(self, x):
+            return torch.relu(self.conv(x))
+    """, "[torch.randn(2, cin, 5, 7, 6)]", "[cin, cout, kernel_size]", "cin = 3\ncout = 4\nkernel_size = 3"),
+ "conv_transpose2d": ref("""
+    class Model(nn.Module):
+        def __init__(self, cin, cout, kernel_size, stride, padding, output_padding):
+            super().__init__()
+            self.conv = nn.ConvTranspose2d(cin, cout, kernel_size, stride=stride, padding=padding,
+                                           output_padding=output_padding, groups=2)
+        def forward(self, x):
+            return self.conv(x) - 0.5
+    """, "[torch.randn(2, cin, 6, 5)]", "[cin, cout, kernel_size, stride, padding, output_padding]",
+    "cin = 4\ncout = 6\nkernel_size = 3\nstride = 2\npadding = 1\noutput_padding = 1"),
+ "conv_transpose1d_dilated": ref("""
+    class Model(nn.Module):
+        def __init__(self, cin, cout, kernel_size, dilation):
+            super().__init__()
+            self.conv = nn.ConvTranspose1d(cin, cout, kernel_size, stride=3, padding=2, dilation=dilation)
+        def forward(self, x):
+            return self.conv(x)
+    """, "[torch.randn(2, cin, 9)]", "[cin, cout, kernel_size, dilation]",
+    "cin = 3\ncout = 5\nkernel_size = 4\ndilation = 2"),
+ "conv_transpose3d": ref("""
+    class Model(nn.Module):
+        def __init__(self, cin, cout, kernel_size):
+            super().__init__()
+            self.conv = nn.ConvTranspose3d(cin, cout, kernel_size, stride=2, padding=1, bias=False)
+        def forward(self, x):
+            return torch.tanh(self.conv(x))
+    """, "[torch.randn(1, cin, 3, 4, 3)]", "[cin, cout, kernel_size]", "cin = 3\ncout = 4\nkernel_size = 3"),
+}

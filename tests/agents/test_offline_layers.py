@@ -1,5 +1,5 @@
-"""The layer families of the offline engine (pooling, arg-reductions, scans, batch /
-instance / group norm): every C parameter set and the first Triton ones checked against
+"""The layer families of the offline engine (convolutions, pooling, arg-reductions, scans,
+batch / instance / group norm): every C parameter set and the first Triton ones checked against
 torch on the inline references of tests/agents/layer_cases.py (no judge; Triton in its
 interpreter, in a child process), and the bundled problems through the real judge on
 both backends. The bundled wrong solutions failing is tests/problems/test_bundled_suite.py's
@@ -16,15 +16,14 @@ from pathlib import Path
 import pytest
 
 from agents.offline import OfflineEngine, run_offline
-from sandbox import EvalOptions, Judge
-from tests.agents.cpu_harness import analyse, check, cpu_proposals
-from tests.agents.layer_cases import ARGREDUCE, CHANNEL_NORM, POOLING, SCAN
+from sandbox import Judge
+from tests.agents.cpu_harness import QUICK, analyse, check, cpu_proposals
+from tests.agents.layer_cases import ARGREDUCE, CHANNEL_NORM, CONV, POOLING, SCAN
 
 ROOT = Path(__file__).resolve().parents[2]
-CPU = EvalOptions(device="cpu")
 CASES = {**{k: ("pooling" if k != "adaptive" else "reduction", v) for k, v in POOLING.items()},
          **{k: ("argreduce", v) for k, v in ARGREDUCE.items()}, **{k: ("scan", v) for k, v in SCAN.items()},
-         **{k: ("channel_norm", v) for k, v in CHANNEL_NORM.items()}}
+         **{k: ("channel_norm", v) for k, v in CHANNEL_NORM.items()}, **{k: ("conv", v) for k, v in CONV.items()}}
 EXACT = set(ARGREDUCE)  # indices: no tolerance
 BUNDLED = {
     "problems/level1/24_max_pool2d.py": "pooling",
@@ -34,6 +33,8 @@ BUNDLED = {
     "problems/level1/18_cumsum.py": "scan",
     "problems/level1/28_cumprod_reverse.py": "scan",
     "problems/level1/29_group_norm.py": "channel_norm",
+    "problems/level1/23_conv1d.py": "conv",
+    "problems/level1/30_conv_transpose2d_strided.py": "conv",
 }
 
 TRITON_CHECK = """
@@ -103,7 +104,7 @@ def judge():
 @pytest.mark.parametrize("path", sorted(BUNDLED))
 def test_bundled_problem_gets_a_verified_kernel(judge: Judge, path: str, backend: str) -> None:
     source = (ROOT / path).read_text()
-    result = run_offline(judge, source, path, CPU, max_candidates=2 if backend == "cpu" else 1,
+    result = run_offline(judge, source, path, QUICK, max_candidates=2 if backend == "cpu" else 1,
                          engine=OfflineEngine(backend))
     assert result.best is not None, result.reason + str([a.reasons[:1] for a in result.attempts])
     assert result.best.proposal.family == BUNDLED[path] and result.best.verdict == "pass"

@@ -8,8 +8,8 @@ import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..template_context import Context
 from ..ir import Expr
+from ..template_context import Context
 
 HEADER = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
 

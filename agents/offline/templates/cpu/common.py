@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ...template_context import Context
 from ...ir import Expr
+from ...template_context import Context
 from ..common import model_class
 
 HEADER = "import torch\nimport torch.nn as nn\nfrom kforge_native import load_c\n"

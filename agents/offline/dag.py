@@ -1,0 +1,58 @@
+"""Walks over the IR DAG the matchers share: its leaves, and the check that a DAG is
+elementwise over operands that broadcast to the output."""
+
+from __future__ import annotations
+
+from .expr import Expr
+from .matches import FLOATS, NoMatch
+from .templates.common import broadcast_block, supported_elementwise
+
+
+def float_leaf(e: Expr, what: str) -> Expr:
+    if not e.is_leaf:
+        raise NoMatch(f"{what} is computed ({e.op or e.kind} {e.name}), not an input or parameter")
+    if e.dtype not in FLOATS:
+        raise NoMatch(f"{what} {e.name} has dtype {e.dtype}")
+    return e
+
+
+def leaves_of(root: Expr, stop: frozenset[int] | set[int] = frozenset()) -> list[Expr]:
+    """Inputs first (in forward order), then parameters, not looking below ``stop`` nodes."""
+    seen: dict[int, Expr] = {}
+
+    def visit(e: Expr) -> None:
+        if id(e) in seen or id(e) in stop:
+            return
+        seen[id(e)] = e
+        for a in e.args:
+            visit(a)
+
+    visit(root)
+    return sorted((e for e in seen.values() if e.is_leaf), key=lambda e: (e.kind != "input", e.index, e.ref))
+
+
+def check_elementwise(root: Expr, out_shape: tuple[int, ...], stop: set[int]) -> list[Expr]:
+    """The leaves of an elementwise DAG under ``root`` (not looking below ``stop`` nodes)."""
+    seen: set[int] = set()
+
+    def visit(e: Expr) -> None:
+        if id(e) in seen or id(e) in stop:
+            return
+        seen.add(id(e))
+        if e.kind == "op":
+            why = supported_elementwise(e)
+            if why:
+                raise NoMatch(why)
+            if e.op == "view" and e.args[0].shape != e.shape:
+                raise NoMatch(f"{e.name}: a reshape inside the chain")
+        if e.kind in ("op", "input", "param") and e.shape is not None and broadcast_block(e.shape, out_shape) is None:
+            raise NoMatch(f"{e.name}: shape {list(e.shape)} does not broadcast to the output {list(out_shape)} "
+                          "along one contiguous block of dims")
+        for a in e.args:
+            visit(a)
+
+    visit(root)
+    found = leaves_of(root, stop)
+    for leaf in found:
+        float_leaf(leaf, "operand")
+    return found

@@ -1,0 +1,51 @@
+"""The convolution matcher: a convolution or transposed convolution (1-3D, any stride,
+padding, dilation, groups, output padding) of a forward input by a parameter weight,
+with an optional bias, then any elementwise epilogue whose other operands are scalars,
+one value per output channel, or whole tensors of the output's shape -- one kernel."""
+
+from __future__ import annotations
+
+from .dag import check_elementwise, float_leaf
+from .expr import Expr
+from .match_layers import per_dim
+from .matches import FLOATS, Match, NoMatch
+from .template_context import Context
+from .templates.common import broadcast_block
+
+
+def conv(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    convs = [n for n in root.walk() if n.kind == "op" and n.op == "conv"]
+    if len(convs) != 1:
+        raise NoMatch("no convolution" if not convs else f"{len(convs)} convolutions (one per kernel here)")
+    cv = convs[0]
+    x, weight, bias = cv.args
+    if x.kind != "input" or x.dtype not in FLOATS:
+        raise NoMatch(f"the convolution input is computed ({x.op or x.kind} {x.name}), not a forward input")
+    nd, transposed, raw = cv.attrs["nd"], cv.attrs["transposed"], cv.attrs["raw"]
+    if len(x.shape or ()) != nd + 2:
+        raise NoMatch(f"a {nd}-d convolution of a {len(x.shape or ())}-d input (a batch dim is needed)")
+    if tuple(cv.shape or ()) != out_shape:
+        raise NoMatch("the epilogue changes the convolution's shape")
+    groups = raw.get("groups", 1)
+    if not isinstance(groups, int) or groups < 1:
+        raise NoMatch(f"groups {groups!r}")
+    epilogue = check_elementwise(root, out_shape, {id(cv)}) if root is not cv else []
+    kinds: dict[int, str] = {}
+    for leaf in epilogue:
+        float_leaf(leaf, "epilogue operand")
+        block = broadcast_block(tuple(leaf.shape or ()), out_shape)
+        kind = {(0, -1): "scalar", (1, 1): "channel", (0, nd + 1): "full"}.get(block or (9, 9))
+        if kind is None:
+            raise NoMatch(f"epilogue operand {leaf.name} {list(leaf.shape or ())} is neither a scalar, one value per "
+                          "channel nor the whole output")
+        kinds[id(leaf)] = kind
+    spec = {"x": x, "weight": float_leaf(weight, "the weight"), "bias": bias if bias.kind == "param" else None,
+            "nd": nd, "transposed": transposed, "groups": ctx.setting(groups, "groups"),
+            "stride": per_dim(ctx, raw.get("stride", 1), "stride", nd),
+            "padding": per_dim(ctx, raw.get("padding", 0), "padding", nd),
+            "dilation": per_dim(ctx, raw.get("dilation", 1), "dilation", nd),
+            "output_padding": per_dim(ctx, raw.get("output_padding", 0), "output_padding", nd),
+            "conv": cv, "root": root, "consts": [], "epilogue": epilogue, "kinds": kinds, "out_shape": out_shape}
+    ops = [n.op for n in root.walk() if n.kind == "op" and n.op not in ("conv", "identity", "cast")]
+    kind = ("conv_transpose" if transposed else "conv") + f"{nd}d" + "".join(f" + {o}" for o in dict.fromkeys(ops))
+    return Match("conv", kind, ctx, spec)

@@ -1,0 +1,202 @@
+"""Convolution and transposed convolution, 1-3D, in C: any stride, padding, dilation,
+groups (depthwise included) and output padding, read at run time; the bias and the
+matched elementwise epilogue applied to each output row before it leaves the cache.
+
+Every convolution is computed as 3-D over (N, C, D, H, W) -- a 1-D or 2-D one has
+size-1 leading spatial dims and a window of 1 there. One OpenMP iteration owns a block
+of KB output channels of one group for one (sample, output depth); for each output row
+it walks the window, and for each tap runs one contiguous vector loop over the output
+positions whose input lies inside the row (their range computed once per tap), for
+each of the KB channels in turn while the input row stays in L1 (register blocking
+over output channels). The transposed convolution gathers: output position o reads
+input (o + padding - tap * dilation) / stride where that divides, so the taps of one
+output row step by the stride.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...expr import Expr
+from ...match_layers import setting_expr
+from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
+from .mathlib import prelude
+
+PARAM_SPACE: list[dict[str, Any]] = [
+    {"KB": 4, "schedule": "static", "par_min": 65536},
+    {"KB": 8, "schedule": "dynamic", "chunk": 1, "par_min": 65536},
+    {"KB": 1, "schedule": "static", "par_min": 32768},
+    {"KB": 16, "schedule": "dynamic", "chunk": 1, "par_min": 131072},
+]
+
+DIMS = ("int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t K, int64_t OD, int64_t OH, int64_t OW, "
+        "int64_t kd, int64_t kh, int64_t kw, int64_t sd, int64_t sh, int64_t sw, int64_t pd, int64_t ph, "
+        "int64_t pw, int64_t dd, int64_t dh, int64_t dw, int64_t groups")
+
+HEAD = '''/* {what}
+   x: (N, C, D, H, W), w: {wshape}, y: (N, K, OD, OH, OW), all contiguous.
+   k*, s*, p*, d*: window, stride, padding, dilation per dim (1, 1, 0, 1 for absent dims).{docs} */
+void {fn}({args}) {{
+    const int64_t cg = C / groups, kg = K / groups;
+    const int64_t nb = (kg + {KB} - 1) / {KB};  /* blocks of {KB} output channels per group */
+    const int64_t work = N * K * OD * OH * OW * cg * kd * kh * kw;
+    #pragma omp parallel for collapse(3) {schedule} if(work > {par_min})
+    for (int64_t n = 0; n < N; n++)
+    for (int64_t blk = 0; blk < groups * nb; blk++)
+    for (int64_t od = 0; od < OD; od++) {{
+        const int64_t g = blk / nb, k0 = g * kg + (blk % nb) * {KB};
+        const int64_t k1 = k0 + {KB} < (g + 1) * kg ? k0 + {KB} : (g + 1) * kg;
+        for (int64_t oh = 0; oh < OH; oh++) {{
+            for (int64_t k = k0; k < k1; k++) {{
+                float* yr = y + (((n * K + k) * OD + od) * OH + oh) * OW;
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = 0.0f;
+            }}
+            for (int64_t c = 0; c < cg; c++)
+            for (int64_t a = 0; a < kd; a++) {{
+{depth}
+                for (int64_t b = 0; b < kh; b++) {{
+{height}
+                    const float* xr = x + (((n * C + g * cg + c) * D + id) * H + ih) * W;
+                    for (int64_t e = 0; e < kw; e++) {{
+{width}
+                        for (int64_t k = k0; k < k1; k++) {{
+                            const float wv = w[{windex}];
+                            float* yr = y + (((n * K + k) * OD + od) * OH + oh) * OW;
+                            {simd}
+                            for (int64_t ow = lo; ow < hi; ow {step}) yr[ow] += wv * xr[{xindex}];
+                        }}
+                    }}
+                }}
+            }}
+            for (int64_t k = k0; k < k1; k++) {{
+                float* yr = y + (((n * K + k) * OD + od) * OH + oh) * OW;
+                const int64_t row = ((n * K + k) * OD + od) * OH + oh;
+                (void)row;
+{finish}
+            }}
+        }}
+    }}
+}}'''
+
+# forward: output position o reads input o * s - p + tap * d
+FORWARD_TAPS = {
+    "depth": "                const int64_t id = od * sd - pd + a * dd;\n                if (id < 0 || id >= D) continue;",
+    "height": "                    const int64_t ih = oh * sh - ph + b * dh;\n"
+              "                    if (ih < 0 || ih >= H) continue;",
+    "width": "                        /* ow with 0 <= ow * sw - pw + e * dw < W */\n"
+             "                        const int64_t off = e * dw - pw;\n"
+             "                        const int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;\n"
+             "                        int64_t hi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;\n"
+             "                        if (hi > OW) hi = OW;",
+    "windex": "(((k * cg + c) * kd + a) * kh + b) * kw + e", "xindex": "ow * sw + off", "step": "++",
+}
+# transposed: output position o reads input (o + p - tap * d) / s where that divides
+TRANSPOSED_TAPS = {
+    "depth": "                const int64_t td = od + pd - a * dd;\n"
+             "                if (td < 0 || td % sd) continue;\n"
+             "                const int64_t id = td / sd;\n                if (id >= D) continue;",
+    "height": "                    const int64_t th = oh + ph - b * dh;\n"
+              "                    if (th < 0 || th % sh) continue;\n"
+              "                    const int64_t ih = th / sh;\n                    if (ih >= H) continue;",
+    "width": "                        /* ow = iw * sw - off for 0 <= iw < W: the first ow >= 0 of that form */\n"
+             "                        const int64_t off = pw - e * dw;\n"
+             "                        int64_t lo = off < 0 ? -off : 0;\n"
+             "                        const int64_t r = (lo + off) % sw;\n"
+             "                        if (r) lo += sw - r;\n"
+             "                        int64_t hi = W * sw - off;\n"
+             "                        if (hi > OW) hi = OW;",
+    "windex": "((((g * cg + c) * kg + (k - g * kg)) * kd + a) * kh + b) * kw + e", "xindex": "(ow + off) / sw",
+    "step": "+= sw",
+}
+
+HOST = '''def conv_out_size(n: int, k: int, s: int, p: int, d: int, op: int) -> int:
+    """Output length of a {what} along one dim (torch's rule)."""
+    {size}
+
+
+def conv(x: torch.Tensor, w: torch.Tensor, {params}stride: tuple, padding: tuple, dilation: tuple,
+         output_padding: tuple, groups: int{extra}) -> torch.Tensor:
+    """{what} of x by w, as 3-D (absent dims: size 1, window 1), epilogue fused."""
+    nd = {nd}
+    x, w = x.contiguous(), w.contiguous()
+    N, C = x.shape[0], x.shape[1]
+    K = {channels}
+    out_sp = [conv_out_size(n, k, s, p, d, op) for n, k, s, p, d, op
+              in zip(x.shape[2:], w.shape[2:], stride, padding, dilation, output_padding)]
+    y = torch.empty(N, K, *out_sp, dtype=x.dtype, device=x.device)
+    if y.numel() == 0:
+        return y
+    pad3 = lambda t, fill: [fill] * (3 - nd) + list(t)  # noqa: E731
+{prep}    lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:], 1), K, *pad3(out_sp, 1), *pad3(w.shape[2:], 1),
+       *pad3(stride, 1), *pad3(padding, 0), *pad3(dilation, 1), groups{scalars})
+    return y
+'''
+
+
+def _leaf_expr(ctx: Any, e: Expr) -> str:
+    return ctx.forward_arg(e.index) if e.kind == "input" else ctx.param_access(e.ref)
+
+
+def _tuple(ctx: Any, items: list[Expr]) -> str:
+    vals = [setting_expr(ctx, e) for e in items]
+    return f"({vals[0]},)" if len(vals) == 1 else f"({', '.join(vals)})"
+
+
+def render(match: Any, params: dict[str, Any]) -> str:
+    ctx = match.ctx.fresh()
+    spec = match.spec
+    transposed, nd = spec["transposed"], spec["nd"]
+    x, weight, bias = spec["x"], spec["weight"], spec["bias"]
+    require_float32(match.ctx.outputs[0].get("dtype"), x.dtype, weight.dtype, *(e.dtype for e in spec["epilogue"]))
+    fn = "conv_transpose_fwd" if transposed else "conv_fwd"
+    writer = CWriter(ctx, {}, reserved={"x", "w", "y", "yr", "xr", "k", "g", "a", "e", "ow", "oh", "od", "row", "acc",
+                                        "bias", "wv", "lo", "hi", "off", "blk", "k0", "k1", "cg", "kg", "nb", "work"})
+    c_args = ["const float* x", "const float* w", *(["const float* bias"] if bias is not None else []), "float* y"]
+    docs, operands, prep, forward_ops = [], [], [], []
+    loads = []
+    for leaf in spec["epilogue"]:
+        v = writer.name_for(leaf)
+        kind = spec["kinds"][id(leaf)]
+        c_args.append(f"const float* {v}_p")
+        operands.append(f"{v}, ")
+        prep.append(f"    {v} = {v}.contiguous()\n")
+        forward_ops.append(_leaf_expr(ctx, leaf))
+        index = {"scalar": "0", "channel": "k", "full": "row * OW + ow"}[kind]
+        loads.append(f"const float {v} = {v}_p[{index}];")
+        docs.append(f"{v}_p: {leaf.ref}, " + {"scalar": "one value", "channel": "one value per output channel",
+                                               "full": "the output's shape"}[kind])
+        writer.values[id(leaf)] = v
+    writer.values[id(spec["conv"])] = "acc"
+    result = writer.emit(spec["root"])
+    scalars = list(writer.scalars)
+    c_args += [DIMS, *(f"float {s}" for s in scalars)]
+    finish = ["                " + simd_pragma({}), "                for (int64_t ow = 0; ow < OW; ow++) {",
+              f"                    const float acc = yr[ow]{' + bias[k]' if bias is not None else ''};",
+              *(f"                    {line}" for line in [*loads, *writer.lines]),
+              f"                    yr[ow] = {result};", "                }"]
+    taps = TRANSPOSED_TAPS if transposed else FORWARD_TAPS
+    what = (f"{'Transposed convolution' if transposed else 'Convolution'} ({nd}-D as 3-D), groups, "
+            f"{'bias, ' if bias is not None else ''}epilogue: y = {match.kind}.")
+    kernel = HEAD.format(what=what, fn=fn, args=", ".join(c_args), KB=int(params["KB"]),
+                         schedule=omp_schedule(params), par_min=int(params["par_min"]),
+                         wshape="(C, K / groups, kd, kh, kw)" if transposed else "(K, C / groups, kd, kh, kw)",
+                         docs="".join(f"\n   {d}" for d in docs), simd=simd_pragma({}), finish="\n".join(finish),
+                         **taps)
+    c_source = prelude(helper_names(kernel)) + "\n\n" + INLINE + "\n\n" + kernel
+    size = ("return (n - 1) * s - 2 * p + d * (k - 1) + op + 1" if transposed else
+            "return (n + 2 * p - d * (k - 1) - 1) // s + 1")
+    host = HOST.format(what="transposed convolution" if transposed else "convolution", size=size, nd=nd, fn=fn,
+                       params="b: torch.Tensor, " if bias is not None else "",
+                       extra="".join(f", {o.strip(', ')}: torch.Tensor" for o in operands)
+                       + "".join(f", {s}: float" for s in scalars),
+                       channels="w.shape[1] * groups" if transposed else "w.shape[0]",
+                       prep="".join(prep), ptrs="b, " if bias is not None else "", operands="".join(operands),
+                       scalars="".join(f", {s}" for s in scalars))
+    call = [_leaf_expr(ctx, x), _leaf_expr(ctx, weight), *([_leaf_expr(ctx, bias)] if bias is not None else []),
+            _tuple(ctx, spec["stride"]), _tuple(ctx, spec["padding"]), _tuple(ctx, spec["dilation"]),
+            _tuple(ctx, spec["output_padding"]), setting_expr(ctx, spec["groups"]), *forward_ops,
+            *writer.scalars.values()]
+    knobs = ", ".join(f"{k}={v}" for k, v in params.items())
+    doc = f"{match.kind} in C (offline engine, no LLM, backend cpu).\n\nParameters: {knobs}.\n"
+    proto = f"void {fn}({', '.join(c_args)})"
+    return module_source(doc, c_source, [proto], fn, [host], ctx, [f"return conv({', '.join(call)})"])
