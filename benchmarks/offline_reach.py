@@ -64,13 +64,15 @@ def main() -> None:
                     help="one call's inputs and outputs in GB; small: only the analysis runs")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/offline_reach_cache"))
     ap.add_argument("--list", action="store_true", help="one line per problem too")
+    ap.add_argument("--every", type=int, default=1, help="every n-th problem by number (1: all)")
     ap.add_argument("--no-retry", action="store_true", help="keep cached analysis failures (no larger budgets)")
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     engine = OfflineEngine(args.backend)
     with Judge(warm=True) as judge:
         for level in args.levels:
-            paths = sorted((args.suite / f"level{level}").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))
+            paths = sorted((args.suite / f"level{level}").glob("*.py"),
+                           key=lambda p: int(p.stem.split("_")[0]))[::args.every]
             families: Counter[str] = Counter()
             reasons: Counter[str] = Counter()
             rows = []

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import ir, match_layers
-from .template_context import Context
+from . import ir, match_conv, match_layers, match_pipeline
+from .dag import check_elementwise, float_leaf, leaves_of
 from .fingerprint import recognise
 from .ir import Expr, const
 from .matches import FLOATS, Match, MatchReport, NoMatch
 from .signature import Signature, from_analysis
-from .templates.common import broadcast_block, supported_elementwise
+from .template_context import Context
+from .templates.common import broadcast_block
 
 # matchers of the layer families, tried after the core ones and before elementwise
-LAYERS = (match_layers.pooling, match_layers.arg_reduction, match_layers.scan, match_layers.channel_norm)
+LAYERS = (match_conv.conv, match_layers.pooling, match_layers.arg_reduction, match_layers.scan, match_layers.channel_norm)
 INDICES = ("int64",)  # the outputs of INDEX_OPS
 INDEX_OPS = {"argreduce"}
 
@@ -56,6 +57,21 @@ def match_report(analysis: dict[str, Any], signature: Signature | None = None) -
     out_shape = tuple(out["shape"])
     if out["dtype"] in INDICES and not (root.kind == "op" and root.op in INDEX_OPS):
         return MatchReport([], [f"no family for an {out['dtype']} output computed by {_chain(root)}"])
+    matches, reasons = _match_all(root, out_shape, ctx)
+    if not matches:  # no one family: a chain of them, each stage one kernel
+        try:
+            matches.append(match_pipeline.pipeline(root, out_shape, ctx, _match_all))
+        except NoMatch as exc:
+            reasons.append(f"pipeline: {exc}")
+    for m in matches:
+        m.note = "; ".join(x for x in (m.note, note, *assumed) if x)
+    if not matches:  # every op is known, their combination is not: name it first
+        reasons.insert(0, f"no family for {_chain(root)}")
+    return MatchReport(matches, reasons)
+
+
+def _match_all(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> tuple[list[Match], list[str]]:
+    """Every one-family match of the DAG under ``root``, best first, and why the others failed."""
     matches, reasons = [], []
     for matcher in (_matmul, _row_op, _reduction, _written_row_op, *LAYERS, _elementwise):
         try:
@@ -63,14 +79,11 @@ def match_report(analysis: dict[str, Any], signature: Signature | None = None) -
         except NoMatch as exc:
             reasons.append(f"{matcher.__name__.strip('_').replace('_', ' ')}: {exc}")
             continue
-        m.note = "; ".join(x for x in (m.note, note, *assumed) if x)
         for e in (m.spec.get("root"), *m.spec.get("consts", ())):
             if isinstance(e, Expr):
                 ctx.bind(e)
         matches.append(m)
-    if not matches:  # every op is known, their combination is not: name it first
-        reasons.insert(0, f"no family for {_chain(root)}")
-    return MatchReport(matches, reasons)
+    return matches, reasons
 
 
 def _chain(root: Expr) -> str:
@@ -80,65 +93,15 @@ def _chain(root: Expr) -> str:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-def _float_leaf(e: Expr, what: str) -> Expr:
-    if not e.is_leaf:
-        raise NoMatch(f"{what} is computed ({e.op or e.kind} {e.name}), not an input or parameter")
-    if e.dtype not in FLOATS:
-        raise NoMatch(f"{what} {e.name} has dtype {e.dtype}")
-    return e
-
-
 def _norm_dim(dim: Any, ndim: int) -> int:
     if not isinstance(dim, int) or not -ndim <= dim < max(ndim, 1):
         raise NoMatch(f"dim {dim!r} is not a dim of a {ndim}-d tensor")
     return dim % ndim
 
 
-def _leaves(root: Expr, stop: frozenset[int] | set[int] = frozenset()) -> list[Expr]:
-    """Inputs first (in forward order), then parameters, not looking below ``stop`` nodes."""
-    seen: dict[int, Expr] = {}
-
-    def visit(e: Expr) -> None:
-        if id(e) in seen or id(e) in stop:
-            return
-        seen[id(e)] = e
-        for a in e.args:
-            visit(a)
-
-    visit(root)
-    return sorted((e for e in seen.values() if e.is_leaf), key=lambda e: (e.kind != "input", e.index, e.ref))
-
-
-def _check_elementwise(root: Expr, out_shape: tuple[int, ...], stop: set[int]) -> list[Expr]:
-    """The leaves of an elementwise DAG under ``root`` (not looking below ``stop`` nodes)."""
-    seen: set[int] = set()
-
-    def visit(e: Expr) -> None:
-        if id(e) in seen or id(e) in stop:
-            return
-        seen.add(id(e))
-        if e.kind == "op":
-            why = supported_elementwise(e)
-            if why:
-                raise NoMatch(why)
-            if e.op == "view" and e.args[0].shape != e.shape:
-                raise NoMatch(f"{e.name}: a reshape inside the chain")
-        if e.kind in ("op", "input", "param") and e.shape is not None and broadcast_block(e.shape, out_shape) is None:
-            raise NoMatch(f"{e.name}: shape {list(e.shape)} does not broadcast to the output {list(out_shape)} "
-                          "along one contiguous block of dims")
-        for a in e.args:
-            visit(a)
-
-    visit(root)
-    leaves = _leaves(root, stop)
-    for leaf in leaves:
-        _float_leaf(leaf, "operand")
-    return leaves
-
-
 # -- matchers --------------------------------------------------------------------------------------
 def _elementwise(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
-    leaves = _check_elementwise(root, out_shape, set())
+    leaves = check_elementwise(root, out_shape, set())
     if not leaves:
         raise NoMatch("the output depends on no input")
     ops = [n.op for n in root.walk() if n.kind == "op" and n.op not in ("identity", "cast", "view")]
@@ -149,7 +112,7 @@ def _elementwise(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
 def _row_op(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     if root.kind != "op" or root.op not in ir.ROW_OPS:
         raise NoMatch("the output is not softmax, log_softmax, layer_norm or rms_norm")
-    x = _float_leaf(root.args[0], f"the {root.op} input")
+    x = float_leaf(root.args[0], f"the {root.op} input")
     if x.kind != "input" or tuple(x.shape or ()) != out_shape:
         raise NoMatch(f"the {root.op} input is not a forward input of the output's shape")
     nd = len(out_shape)
@@ -188,14 +151,14 @@ def _norm_match(kind: str, x: Expr, weight: Expr, bias: Expr, eps: Expr, ndims: 
 def _written_row_op(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     if root.kind == "op" and root.op in ir.ROW_OPS:
         raise NoMatch("handled as a library call")
-    leaves = _leaves(root)
+    leaves = leaves_of(root)
     inputs = [e for e in leaves if e.kind == "input"]
     if len(inputs) != 1 or tuple(inputs[0].shape or ()) != out_shape:
         raise NoMatch("not a function of one input of the output's shape")
     found = recognise(root, inputs[0], [e for e in leaves if e.kind == "param"])
     if found is None:
         raise NoMatch("not a written-out softmax, log_softmax, layer norm or RMS norm")
-    x = _float_leaf(found.x, "the input")
+    x = float_leaf(found.x, "the input")
     if found.kind in ("softmax", "log_softmax"):
         return Match("softmax", found.kind + " (written out)", ctx,
                      {"x": x, "dim": len(out_shape) - 1, "log": found.kind == "log_softmax", "out_shape": out_shape})
@@ -209,7 +172,7 @@ def _reduction(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
         raise NoMatch("the output is not a sum, mean, max, min or logsumexp")
     if not root.attrs.get("values"):
         raise NoMatch(f"{root.name}: {root.op} returns values and indices")
-    x = _float_leaf(root.args[0], f"the {root.op} input")
+    x = float_leaf(root.args[0], f"the {root.op} input")
     if x.kind != "input":
         raise NoMatch(f"the {root.op} input is not a forward input")
     nd = len(x.shape or ())
@@ -238,7 +201,7 @@ def _operand_views(e: Expr, what: str) -> tuple[Expr, int]:
                 raise NoMatch(f"{what} is permuted other than by swapping its last two dims")
             swaps += 1
         e = e.args[0]
-    return _float_leaf(e, what), swaps % 2
+    return float_leaf(e, what), swaps % 2
 
 
 def _matmul(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
@@ -258,7 +221,7 @@ def _matmul(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     mm_shape = tuple(mm.shape or ())
     if mm_shape != out_shape:
         raise NoMatch("the epilogue changes the matmul's shape")
-    leaves = _check_elementwise(root, out_shape, {id(mm)})
+    leaves = check_elementwise(root, out_shape, {id(mm)})
     kinds: dict[int, str] = {}
     nd = len(out_shape)
     for leaf in leaves:

@@ -31,6 +31,7 @@ class Context:
     outputs: list[dict[str, Any]]
     device: str = "cpu"
     bound: dict[tuple[int, ...], str] = field(default_factory=dict)  # init path -> kernel argument name
+    names: dict[int, str] = field(default_factory=dict)  # forward index past the real ones -> variable (pipeline)
 
     @classmethod
     def from_analysis(cls, analysis: dict[str, Any], signature: Signature) -> Context:
@@ -124,6 +125,8 @@ class Context:
         return self._init_name(i) + "".join(f"[{j}]" for j in rest)
 
     def forward_arg(self, index: int) -> str:
+        if index in self.names:
+            return self.names[index]
         names = self.signature.forward_names()
         return names[index] if index < len(names) else f"x{index}"
 

@@ -37,6 +37,8 @@ REPO_PROBLEMS = {
     "problems/level1/27_argmin_ties.py": "argreduce",
     "problems/level1/18_cumsum.py": "scan",
     "problems/level1/29_group_norm.py": "channel_norm",
+    "problems/level1/23_conv1d.py": "conv",
+    "problems/level2/12_linear_softmax.py": "pipeline",
 }
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
@@ -136,7 +138,7 @@ CONV = ref("""
     class Model(nn.Module):
         def __init__(self, c):
             super().__init__()
-            self.conv = nn.Conv2d(c, 8, 3)
+            self.conv = nn.Conv2d(c, 8, 3, padding=1, padding_mode="reflect")
 
         def forward(self, x):
             return torch.relu(self.conv(x))
@@ -316,7 +318,8 @@ def test_proposals_cover_the_parameter_space_best_guess_first() -> None:
     assert len({p.source for p in proposals}) == 3
     for family in engine.families():
         space = engine.autotune_space(family)
-        assert space and space == FAMILIES[family].PARAM_SPACE and space is not FAMILIES[family].PARAM_SPACE
+        template = engine.templates[family]
+        assert space and space == template.PARAM_SPACE and space is not template.PARAM_SPACE
 
 
 # -- selection on CUDA, with a scripted judge ----------------------------------------------------------

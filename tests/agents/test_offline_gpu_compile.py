@@ -30,13 +30,15 @@ from sandbox import EvalOptions, Judge  # noqa: E402
 from .test_offline import INLINE, REPO_PROBLEMS, ROOT  # noqa: E402
 
 H100 = GPUTarget("cuda", 90, 32)
-# Bundled problems outside the engine's families (scan, convolution, pooling).
-NO_TEMPLATE = {"23_conv1d.py"}
+# Bundled problems outside the engine's families.
+NO_TEMPLATE: set[str] = set()
 _DTYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
            torch.int64: "i64", torch.int32: "i32"}
 
 CASES = {Path(p).name: (ROOT / p).read_text() for p in REPO_PROBLEMS} | {f"{k}.py": v[1] for k, v in INLINE.items()} \
-    | {p.name: p.read_text() for p in sorted((ROOT / "problems" / "level1").glob("*.py"))}
+    | {p.name: p.read_text() for p in sorted((ROOT / "problems" / "level1").glob("*.py"))} \
+    | {f"level2_{n}": (ROOT / "problems" / "level2" / n).read_text()  # pipelines and a conv epilogue
+       for n in ("4_layernorm_relu.py", "12_linear_softmax.py", "17_conv1d_relu.py")}
 
 
 @pytest.fixture(scope="module")

@@ -30,12 +30,28 @@ def test_known_ops_no_family_fuses_are_named_in_order() -> None:
     a = analysis([
         node("x", "placeholder", "x", shape=[6, 32]),
         node("ln", "call_function", "layer_norm", ["x", [32]], shape=[6, 32]),
-        node("relu", "call_function", "relu", ["ln"], shape=[6, 32]),
-        node("output", "output", "output", ["relu"]),
+        node("flip", "call_function", "flip", ["ln", [1]], shape=[6, 32]),
+        node("output", "output", "output", ["flip"]),
     ], [[6, 32]], [6, 32])
     plan = OfflineEngine("triton").plan(a)
     assert plan.proposals == []
-    assert plan.reason.startswith("no family for layer_norm -> relu; ")
+    assert plan.reason.startswith("no family for layer_norm -> flip; ")
+    assert "pipeline: stage 2 of the chain (flip): " in plan.reason
+
+
+def test_a_chain_of_families_is_one_pipeline_candidate() -> None:
+    a = analysis([
+        node("x", "placeholder", "x", shape=[6, 32]),
+        node("ln", "call_function", "layer_norm", ["x", [32]], shape=[6, 32]),
+        node("relu", "call_function", "relu", ["ln"], shape=[6, 32]),
+        node("output", "output", "output", ["relu"]),
+    ], [[6, 32]], [6, 32])
+    for backend in ("triton", "cpu"):
+        plan = OfflineEngine(backend).plan(a)
+        assert plan.matched == ["pipeline: layer_norm | relu"], backend
+        source = plan.proposals[0].source
+        assert "t0 = self.stage0(x)" in source and "return self.stage1(x, t0)" in source
+        compile(source, "candidate.py", "exec")
 
 
 def _half_sum() -> dict[str, Any]:

@@ -6,8 +6,10 @@ templates of the cpu backend live in ``cpu/``."""
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
-from . import argreduce, channel_norm, cpu, elementwise, matmul, norm, pooling, reduction, scan, softmax
+from . import argreduce, channel_norm, conv, cpu, elementwise, matmul, norm, pooling, reduction, scan, softmax
+from .pipeline import Pipeline
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -19,12 +21,16 @@ FAMILIES: dict[str, ModuleType] = {
     "argreduce": argreduce,
     "scan": scan,
     "channel_norm": channel_norm,
+    "conv": conv,
 }
 
-BACKENDS: dict[str, dict[str, ModuleType]] = {"triton": FAMILIES, "cuda": FAMILIES, "cpu": cpu.FAMILIES}
+# every backend also has the pipeline: a chain of the families above in one candidate
+BACKENDS: dict[str, dict[str, Any]] = {
+    name: {**families, "pipeline": Pipeline(families, name)}
+    for name, families in (("triton", FAMILIES), ("cuda", FAMILIES), ("cpu", cpu.FAMILIES))}
 
 
-def families_for(backend: str) -> dict[str, ModuleType]:
+def families_for(backend: str) -> dict[str, Any]:
     """The templates that write kernels for ``backend``."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: one of {', '.join(BACKENDS)}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import argreduce, channel_norm, elementwise, matmul, norm, pooling, reduction, scan, softmax
+from . import argreduce, channel_norm, conv, elementwise, matmul, norm, pooling, reduction, scan, softmax
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -18,4 +18,5 @@ FAMILIES: dict[str, ModuleType] = {
     "argreduce": argreduce,
     "scan": scan,
     "channel_norm": channel_norm,
+    "conv": conv,
 }

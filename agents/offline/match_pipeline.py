@@ -1,0 +1,227 @@
+"""Several kernels in one candidate, for a reference no single family covers.
+
+A level-2 style reference is a chain of layers: a convolution or a GEMM, then
+pointwise ops, a norm, a pooling, a reduction... ``pipeline`` cuts its DAG into
+stages, each one a family's match over the stage's sub-DAG, and the candidate runs
+them in order, each stage reading the tensors earlier stages wrote.
+
+The cut starts at its finest: every non-pointwise op (an *anchor*) is a stage, its
+computed operands are stage outputs, and the pointwise ops between anchors form
+elementwise stages. Then stages are merged greedily, a stage into the one stage
+that reads it, whenever a family still matches the merged sub-DAG: this is how a
+pointwise chain becomes the epilogue of the convolution or GEMM before it (one
+kernel, one store), and how a whole chain that one family covers stays one kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .expr import Expr
+from .matches import Match, NoMatch
+from .template_context import Context
+from .templates.common import supported_elementwise
+
+# (stage root, its output shape, the pipeline's context) -> (matches best first, reasons)
+MatchAll = Callable[[Expr, tuple[int, ...], Context], tuple[list[Match], list[str]]]
+# ops that read an operand in place (a transposed weight): they stay with their user
+VIEW_OPS = {"t", "transpose", "permute", "identity", "cast"}
+FIRST_INPUT = 1000  # the forward-argument index of the first stage output (past any real one)
+
+
+@dataclass
+class Stage:
+    node: Expr            # the reference's node this stage writes
+    match: Match | None   # the family that writes it (over the stage's sub-DAG); None for a reshape
+    name: str = ""        # the variable holding its output in forward ("t0", ...; the last is returned)
+    view: str = ""        # a reshape: the forward expression (no kernel: the data is contiguous)
+
+    @property
+    def kind(self) -> str:
+        return self.match.kind if self.match else "reshape"
+
+
+def _reshape(e: Expr) -> bool:
+    return e.kind == "op" and e.op == "view" and e.shape is not None and e.shape != e.args[0].shape
+
+
+def _pointwise(e: Expr) -> bool:
+    return e.kind == "op" and supported_elementwise(e) is None and not _reshape(e)
+
+
+def _anchor(e: Expr) -> bool:
+    return e.kind == "op" and not _pointwise(e) and e.op not in VIEW_OPS
+
+
+def view_terms(src: tuple[int, ...], dst: tuple[int, ...]) -> list[str] | None:
+    """``dst`` as sizes of a contiguous ``src`` named ``{t}``: each dim 1 or a product of
+    consecutive dims of src (unsqueeze, squeeze, flatten), so the reshape follows the input
+    when the judge perturbs sizes. None when dst is not such a regrouping of src."""
+    terms, i = [], 0
+    for size in dst:
+        if size == 1:
+            terms.append("1")
+            if i < len(src) and src[i] == 1:
+                i += 1
+            continue
+        while i < len(src) and src[i] == 1:
+            i += 1
+        start, prod = i, 1
+        while i < len(src) and prod < size:
+            prod *= src[i]
+            i += 1
+        if prod != size or i == start:
+            return None
+        terms.append(" * ".join(f"{{t}}.shape[{d}]" for d in range(start, i)))
+    if any(src[d] != 1 for d in range(i, len(src))):
+        return None
+    return terms
+
+
+def _computed(e: Expr) -> bool:
+    """An operand some kernel must write first: an op, unless it is a view of a leaf."""
+    while e.kind == "op" and e.op in VIEW_OPS:
+        e = e.args[0]
+    return e.kind == "op"
+
+
+class _Cut:
+    """A set of nodes whose values are materialised; each is the root of one stage."""
+
+    def __init__(self, root: Expr, cut: set[int]) -> None:
+        self.root = root
+        self.order = root.walk()
+        self.cut = cut
+        self.inputs: dict[int, Expr] = {}  # a cut node -> the forward input standing for it
+
+    def stage_nodes(self, node: Expr, cut: set[int]) -> list[Expr]:
+        """The nodes a stage computes: reachable from its root without crossing the cut."""
+        seen: dict[int, Expr] = {}
+
+        def visit(e: Expr) -> None:
+            if id(e) in seen or (e is not node and id(e) in cut) or e.kind != "op":
+                return
+            seen[id(e)] = e
+            for a in e.args:
+                visit(a)
+
+        visit(node)
+        return list(seen.values())
+
+    def sub_dag(self, node: Expr, cut: set[int]) -> Expr:
+        """The stage's DAG: a copy of its nodes, cut nodes below it replaced by inputs."""
+        memo: dict[int, Expr] = {}
+
+        def copy(e: Expr) -> Expr:
+            if id(e) in memo:
+                return memo[id(e)]
+            if e is not node and id(e) in cut:
+                out = self.input_for(e)
+            elif e.kind != "op":
+                out = e
+            else:
+                out = replace(e, args=tuple(copy(a) for a in e.args))
+            memo[id(e)] = out
+            return out
+
+        return copy(node)
+
+    def input_for(self, e: Expr) -> Expr:
+        if id(e) not in self.inputs:
+            index = FIRST_INPUT + len(self.inputs)
+            self.inputs[id(e)] = Expr("input", f"x{index}", shape=e.shape, dtype=e.dtype, ref=f"x{index}",
+                                      index=index)
+        return self.inputs[id(e)]
+
+    def users(self, node: Expr, cut: set[int]) -> list[Expr]:
+        """The cut nodes whose stages read ``node``."""
+        return [s for s in self.order if id(s) in cut and s is not node
+                and any(node in n.args for n in self.stage_nodes(s, cut))]
+
+
+def pipeline(root: Expr, out_shape: tuple[int, ...], ctx: Context, match_all: MatchAll) -> Match:
+    anchors = [n for n in root.walk() if _anchor(n)]
+    if not anchors:
+        raise NoMatch("no op to cut the graph at (it is elementwise)")
+    if len(anchors) == 1 and all(not _computed(a) for a in anchors[0].args) and anchors[0] is root:
+        raise NoMatch(f"a single {anchors[0].op}: nothing to chain")
+    cut = {id(root)} | {id(a) for a in anchors} | {id(x) for a in anchors for x in a.args if _computed(x)}
+    pctx = replace(ctx, names={})
+    state = _Cut(root, cut)
+    found: dict[tuple[int, frozenset[int]], tuple[list[Match], list[str]]] = {}
+
+    def try_stage(node: Expr, cut: set[int]) -> tuple[list[Match], list[str]]:
+        key = (id(node), frozenset(id(n) for n in state.stage_nodes(node, cut)))
+        if key not in found:
+            dag = state.sub_dag(node, cut)
+            found[key] = match_all(dag, tuple(node.shape or ()), pctx)
+        return found[key]
+
+    changed = True
+    while changed:  # merge a stage into its one reader while a family still matches
+        changed = False
+        for node in state.order:
+            if id(node) not in cut or node is root:
+                continue
+            users = state.users(node, cut)
+            if len(users) != 1 or _reshape(node) or _reshape(users[0]):
+                continue
+            trial = cut - {id(node)}
+            if try_stage(users[0], trial)[0]:
+                cut, changed = trial, True
+    stages: list[Stage] = []
+    for node in state.order:
+        if id(node) not in cut:
+            continue
+        if _reshape(node):
+            stages.append(Stage(node, None))
+            continue
+        matches, reasons = try_stage(node, cut)
+        mine = {id(n) for n in state.stage_nodes(node, cut)}
+        ops = " -> ".join(dict.fromkeys(n.op for n in state.order if id(n) in mine))
+        if not matches:
+            raise NoMatch(f"stage {len(stages) + 1} of the chain ({ops}): " + "; ".join(dict.fromkeys(reasons)))
+        stages.append(Stage(node, matches[0]))
+    if len(stages) < 2:
+        raise NoMatch("the chain is one stage")
+    names = _names(pctx, len(stages))
+    for i, stage in enumerate(stages):
+        stage.name = names[i]
+        if id(stage.node) in state.inputs:
+            pctx.names[state.inputs[id(stage.node)].index] = names[i]
+    for stage in stages:
+        if stage.match is None:
+            stage.view = _view(stage.node, {id(s.node): s.name for s in stages}, pctx)
+    kind = " | ".join(s.kind for s in stages)
+    spec: dict[str, Any] = {"stages": stages, "out_shape": out_shape}
+    return Match("pipeline", kind, pctx, spec)
+
+
+def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
+    src = node.args[0]
+    while src.kind == "op" and src.op in ("identity", "cast") and id(src) not in names:
+        src = src.args[0]
+    if id(src) in names:
+        var = names[id(src)]
+    elif src.kind == "input":
+        var = ctx.forward_arg(src.index)
+    else:
+        raise NoMatch(f"{node.name}: a reshape of {src.kind} {src.name}")
+    terms = view_terms(tuple(src.shape or ()), tuple(node.shape or ()))
+    if terms is None:
+        raise NoMatch(f"{node.name}: a reshape of {list(src.shape or ())} to {list(node.shape or ())} that is not "
+                      "an unsqueeze, squeeze or flatten")
+    return f"{var}.reshape({', '.join(t.format(t=var) for t in terms)})"
+
+
+def _names(ctx: Context, n: int) -> list[str]:
+    taken = set(ctx.signature.forward_names()) | set(ctx.signature.init_names())
+    out = []
+    for i in range(n):
+        name = f"t{i}"
+        while name in taken:
+            name += "_"
+        out.append(name)
+    return out
