@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import layers
+from . import composite, layers
 from .expr import Expr, Unsupported, const
 
 __all__ = ["Expr", "Traced", "Unsupported", "build", "const"]
@@ -249,6 +249,12 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         return Expr("op", name, op="t" if target == "t" else target, args=(x,), attrs={"dims": dims})
     if target in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as"):
         return Expr("op", name, op="view", args=(_tensor(env, args[0], name),))
+    if target in composite.NORMS:
+        return composite.norm(_tensor(env, args[0], name), lambda pos, key, default: _arg(node, pos, key, default),
+                              name)
+    if target in composite.LOSS_FUNCS:
+        return composite.call_loss(target, lambda pos, key, default: _arg(node, pos, key, default),
+                                   lambda v: _tensor(env, v, name), name)
     if args and isinstance(args[0], str) and args[0] in env:
         layer = layers.call_node(target, lambda pos, key, default: _arg(node, pos, key, default),
                                  _tensor(env, args[0], name), name, lambda v: _ref(env, v))
@@ -314,6 +320,9 @@ def _module_node(node: dict[str, Any], env: dict[str, Expr], params: dict[str, A
                                               dtype=params[key]["dtype"], ref=key)
         return leaves[key]
 
+    if cls in composite.LOSS_MODULES:
+        return composite.module_loss(cls, node.get("attrs") or {}, [_tensor(env, a, name) for a in node["args"]],
+                                     name)
     if cls not in MODULES:
         layer = layers.module_node(cls, node.get("attrs") or {}, _tensor(env, node["args"][0], name), name, path,
                                    param) if node["args"] else None

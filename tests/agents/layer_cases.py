@@ -221,3 +221,53 @@ CONV = {
             return torch.tanh(self.conv(x))
     """, "[torch.randn(1, cin, 3, 4, 3)]", "[cin, cout, kernel_size]", "cin = 3\ncout = 4\nkernel_size = 3"),
 }
+
+# norms and losses: written out by agents/offline/composite.py, covered through the pipeline
+COMPOSITE = {
+ "frobenius_norm": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x / torch.norm(x, p="fro")
+    """, "[torch.randn(3, 5, 7)]"),
+ "l2_norm_rows": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x / torch.norm(x, p=2, dim=1, keepdim=True)
+    """, "[torch.randn(6, 33)]"),
+ "l1_norm_mean": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x / torch.mean(torch.abs(x), dim=1, keepdim=True)
+    """, "[torch.randn(6, 33)]"),
+ "mse": ref("""
+    class Model(nn.Module):
+        def forward(self, predictions, targets):
+            return torch.mean((predictions - targets) ** 2)
+    """, "[torch.randn(8, 40), torch.randn(8, 40)]"),
+ "smooth_l1_beta": ref("""
+    class Model(nn.Module):
+        def forward(self, predictions, targets):
+            return F.smooth_l1_loss(predictions, targets, beta=0.5)
+    """, "[torch.randn(8, 40) * 2, torch.randn(8, 40)]"),
+ "huber_sum_module": ref("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loss = nn.HuberLoss(reduction="sum", delta=0.7)
+        def forward(self, predictions, targets):
+            return self.loss(predictions, targets)
+    """, "[torch.randn(8, 40) * 2, torch.randn(8, 40)]"),
+ "kl_div_batchmean": ref("""
+    class Model(nn.Module):
+        def forward(self, predictions, targets):
+            return F.kl_div(torch.log(predictions), targets, reduction="batchmean")
+    """, "[torch.randn(6, 30).softmax(dim=-1), torch.randn(6, 30).softmax(dim=-1)]"),
+ "triplet_margin": ref("""
+    class Model(nn.Module):
+        def __init__(self, margin):
+            super().__init__()
+            self.loss_fn = nn.TripletMarginLoss(margin=margin)
+        def forward(self, anchor, positive, negative):
+            return self.loss_fn(anchor, positive, negative)
+    """, "[torch.randn(10, 24), torch.randn(10, 24), torch.randn(10, 24)]", "[margin]", "margin = 1.5"),
+}
