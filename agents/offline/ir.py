@@ -241,6 +241,8 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         return _norm_node(node, env, target)
     if target in MATMULS:
         return _matmul_node(node, env, target)
+    if target == "einsum":
+        return _einsum_node(node, env)
     if target in ("t", "transpose", "permute"):
         x = _tensor(env, args[0], name)
         dims = (0, 1) if target == "t" else tuple(a for a in args[1:]) or tuple(node["kwargs"].values())
@@ -296,6 +298,28 @@ def _matmul_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Exp
         return mm if bias.kind == "const" else Expr("op", name, op="add", args=(mm, bias))
     a, b = _tensor(env, args[0], name), _tensor(env, _arg(node, 1, "other", args[1] if len(args) > 1 else None), name)
     return Expr("op", name, op="matmul", args=(a, b))
+
+
+def _einsum_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
+    """``torch.einsum`` of two operands when it is a matmul: ``...il,...lk->...ik`` (the
+    second operand's batch letters the trailing ones of the first's, as matmul broadcasts)."""
+    name, args = node["name"], node["args"]
+    eq = args[0] if args and isinstance(args[0], str) else None
+    operands = args[1:]
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = list(operands[0])
+    if eq is None or len(operands) != 2 or "->" not in eq or "." in eq:
+        raise Unsupported(f"no family for einsum {eq!r} (node {name}): only two-operand matmul forms are covered")
+    lhs, out = eq.replace(" ", "").split("->")
+    x, y = (lhs.split(",") + [""])[:2]
+    batch_x, batch_y = x[:-2], y[:-2]
+    matmul = (len(x) >= 2 and len(y) >= 2 and len(set(x + y)) == len(x) + len(y) - 1 - len(batch_y)
+              and x[-1] == y[-2] and out == x[:-1] + y[-1] and batch_x.endswith(batch_y))
+    if len(x) >= 2 and len(y) == 2 and x[-1] == y[0] and out == x[:-1] + y[1] and len(set(x + y)) == len(x) + 1:
+        matmul = True
+    if not matmul:
+        raise Unsupported(f"no family for einsum {eq!r} (node {name}): only two-operand matmul forms are covered")
+    return Expr("op", name, op="matmul", args=(_tensor(env, operands[0], name), _tensor(env, operands[1], name)))
 
 
 def _shape(node: dict[str, Any]) -> tuple[int, ...] | None:

@@ -257,6 +257,26 @@ def test_match_linear_module_with_epilogue() -> None:
     assert "self.arg2 = arg2" in source and "_tanh(" in source
 
 
+@pytest.mark.parametrize("equation, shapes, family", [
+    ("bijl,lk->bijk", ([2, 3, 5, 7], [7, 6]), "matmul"),
+    ("bij,bjk->bik", ([2, 5, 7], [2, 7, 6]), "matmul"),
+    ("ij,kj->ik", ([5, 7], [6, 7]), None),  # B transposed: not written as a matmul
+])
+def test_einsum_in_matmul_form_is_a_matmul(equation: str, shapes: tuple[list[int], list[int]],
+                                           family: str | None) -> None:
+    a_shape, b_shape = shapes
+    out = [*a_shape[:-1], b_shape[-1]] if family else [5, 6]
+    report = match_report(analysis([
+        node("a", "placeholder", "a", shape=a_shape), node("b", "placeholder", "b", shape=b_shape),
+        node("einsum", "call_function", "einsum", [equation, "a", "b"], shape=out),
+        node("output", "output", "output", ["einsum"]),
+    ], [a_shape, b_shape], out))
+    if family:
+        assert [m.family for m in report.matches][:1] == [family]
+    else:
+        assert not report.matches and report.reasons[0].startswith(f"no family for einsum {equation!r}")
+
+
 def test_match_elementwise_dag_and_broadcast_parameter() -> None:
     a = analysis([
         node("x", "placeholder", "x", shape=[4, 6, 5]),
