@@ -90,7 +90,12 @@ def build(analysis: dict[str, Any]) -> Traced:
         try:
             if op == "placeholder":
                 e = Expr("input", name, shape=shape, dtype=node.get("dtype"), ref=node["target"], index=len(inputs))
+                value = _input_value(analysis, len(inputs))
                 inputs.append(e)
+                if shape is None and isinstance(value, (int, float)) and not isinstance(value, bool):
+                    # a number passed to forward (``A * s``): a scalar read at run time, never baked in
+                    env[name] = Expr("const", name, value=float(value), attrs={"forward": e.index})
+                    continue
             elif op == "get_attr":
                 key = node["target"]
                 value = (node.get("attrs") or {}).get("value")
@@ -119,6 +124,11 @@ def build(analysis: dict[str, Any]) -> Traced:
             problems.append(str(exc))
             env[name] = Expr("meta", name, op="unsupported", value=str(exc))
     return Traced(output, inputs, leaves, problems, assumed)
+
+
+def _input_value(analysis: dict[str, Any], index: int) -> Any:
+    values = analysis.get("inputs") or []
+    return values[index] if index < len(values) else None
 
 
 def _ref(env: dict[str, Expr], v: Any) -> Expr:

@@ -73,7 +73,7 @@ class Context:
     def bind(self, root: Expr) -> None:
         """Mark the constants under ``root`` that equal exactly one constructor argument."""
         for e in root.walk():
-            if e.kind == "const" and e.value not in _TRIVIAL and e.bind is None:
+            if e.kind == "const" and e.value not in _TRIVIAL and e.bind is None and "forward" not in e.attrs:
                 paths = self.init_paths(e.value)
                 if len(paths) == 1:
                     e.bind = paths[0]
@@ -93,7 +93,11 @@ class Context:
         return e
 
     def scalar(self, e: Expr) -> tuple[str, str] | None:
-        """(kernel argument name, expression in forward) for a bound constant, else None."""
+        """(kernel argument name, expression in forward) for a bound constant or a number passed
+        to forward, else None."""
+        if e.kind == "const" and e.attrs.get("forward") is not None:
+            arg = self.forward_arg(e.attrs["forward"])
+            return f"fwd_{arg}", f"float({arg})"
         if e.kind != "const" or e.bind is None:
             return None
         i, *rest = e.bind

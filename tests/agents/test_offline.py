@@ -51,6 +51,11 @@ def ref(body: str, inputs: str, init: str = "[]", sizes: str = "") -> str:
 
 # Spellings and shapes the repo's problems do not cover.
 INLINE = {
+    "scalar_passed_to_forward": ("elementwise", ref("""
+        class Model(nn.Module):
+            def forward(self, A, s):
+                return torch.sigmoid(A * s)
+        """, "[torch.randn(33, 70), 3.14]")),
     "linear_module_gelu_scale": ("matmul", ref("""
         class Model(nn.Module):
             def __init__(self, in_features, out_features, scale):

@@ -147,8 +147,8 @@ def supported_elementwise(e: Expr) -> str | None:
         return None
     if e.op == "pow":
         ex = e.args[1] if len(e.args) > 1 else None
-        ok = ex is not None and ex.kind == "const" and isinstance(ex.value, (int, float))
-        return None if ok else f"{e.name}: pow with a tensor exponent"
+        ok = ex is not None and ex.kind == "const" and isinstance(ex.value, (int, float)) and "forward" not in ex.attrs
+        return None if ok else f"{e.name}: pow with a tensor exponent or one passed to forward"
     return f"{e.name}: {e.op} is not elementwise"
 
 

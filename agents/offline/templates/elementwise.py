@@ -34,7 +34,8 @@ PARAM_SPACE: list[dict[str, Any]] = [
 def formula(e: Expr, ctx: Any = None) -> str:
     """The DAG as one nested expression, for docstrings."""
     if e.kind == "const":
-        return ctx.scalar(e)[0] if ctx is not None and e.bind is not None else repr(e.value)
+        bound = ctx.scalar(e) if ctx is not None else None
+        return bound[0] if bound else repr(e.value)
     if e.is_leaf:
         return e.ref
     if e.op in ("identity", "cast", "view"):
