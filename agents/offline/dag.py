@@ -31,8 +31,9 @@ def leaves_of(root: Expr, stop: frozenset[int] | set[int] = frozenset()) -> list
     return sorted((e for e in seen.values() if e.is_leaf), key=lambda e: (e.kind != "input", e.index, e.ref))
 
 
-def check_elementwise(root: Expr, out_shape: tuple[int, ...], stop: set[int]) -> list[Expr]:
-    """The leaves of an elementwise DAG under ``root`` (not looking below ``stop`` nodes)."""
+def check_elementwise(root: Expr, out_shape: tuple[int, ...], stop: set[int], masks: bool = False) -> list[Expr]:
+    """The leaves of an elementwise DAG under ``root`` (not looking below ``stop`` nodes);
+    with ``masks``, boolean inputs too (the template reads them as 0.0 / 1.0)."""
     seen: set[int] = set()
 
     def visit(e: Expr) -> None:
@@ -54,5 +55,6 @@ def check_elementwise(root: Expr, out_shape: tuple[int, ...], stop: set[int]) ->
     visit(root)
     found = leaves_of(root, stop)
     for leaf in found:
-        float_leaf(leaf, "operand")
+        if not (masks and leaf.kind == "input" and leaf.dtype == "bool"):
+            float_leaf(leaf, "operand")
     return found

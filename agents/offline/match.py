@@ -101,7 +101,7 @@ def _norm_dim(dim: Any, ndim: int) -> int:
 
 # -- matchers --------------------------------------------------------------------------------------
 def _elementwise(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
-    leaves = check_elementwise(root, out_shape, set())
+    leaves = check_elementwise(root, out_shape, set(), masks=True)
     if not leaves:
         raise NoMatch("the output depends on no input")
     ops = [n.op for n in root.walk() if n.kind == "op" and n.op not in ("identity", "cast", "view")]

@@ -134,6 +134,13 @@ class Context:
         names = self.signature.forward_names()
         return names[index] if index < len(names) else f"x{index}"
 
+    def leaf_arg(self, leaf: Expr) -> str:
+        """A leaf as forward passes it to a kernel: an input (a boolean mask as float32) or a parameter."""
+        if leaf.kind != "input":
+            return self.param_access(leaf.ref)
+        arg = self.forward_arg(leaf.index)
+        return f"{arg}.to(torch.float32)" if leaf.dtype == "bool" else arg
+
     def param_access(self, key: str) -> str:
         if all(p.isidentifier() and not keyword.iskeyword(p) for p in key.split(".")):
             return "self." + key

@@ -51,6 +51,15 @@ def ref(body: str, inputs: str, init: str = "[]", sizes: str = "") -> str:
 
 # Spellings and shapes the repo's problems do not cover.
 INLINE = {
+    "masked_cumsum": ("pipeline", ref("""
+        class Model(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.dim = dim
+
+            def forward(self, x, mask):
+                return torch.cumsum(x * mask, dim=self.dim)
+        """, "[torch.randn(6, 50), torch.randn(6, 50) > 0]", "[dim]", "dim = 1")),
     "scalar_passed_to_forward": ("elementwise", ref("""
         class Model(nn.Module):
             def forward(self, A, s):

@@ -124,7 +124,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
               [*host_args, "out", "n_elements", *scalars, f"BLOCK={block}", f"num_warps={warps}"], "", "    "),
         "    return out",
     ])
-    call_args = [ctx.forward_arg(leaf.index) if leaf.kind == "input" else ctx.param_access(leaf.ref) for leaf in leaves]
+    call_args = [ctx.leaf_arg(leaf) for leaf in leaves]
     forward = [f"return fused_elementwise({', '.join([*call_args, *scalars.values()])})"]
     n_ops = len([n for n in root.walk() if n.kind == "op" and n.op not in ("identity", "cast", "view")])
     title = match.kind if n_ops <= 4 else f"A chain of {n_ops} elementwise ops"

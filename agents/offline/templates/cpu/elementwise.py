@@ -50,7 +50,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
     root: Expr = spec["root"]
     leaves: list[Expr] = spec["leaves"]
     out_shape: tuple[int, ...] = spec["out_shape"]
-    require_float32(match.ctx.outputs[0].get("dtype"), *(leaf.dtype for leaf in leaves))
+    # a boolean mask reaches the kernel as float32 (Context.leaf_arg)
+    require_float32(match.ctx.outputs[0].get("dtype"), *(leaf.dtype for leaf in leaves if leaf.dtype != "bool"))
     kinds = _kinds(leaves, out_shape)
     flat = all(kinds[id(leaf)][0] in ("full", "scalar") for leaf in leaves)
     writer = CWriter(ctx, {})
@@ -131,7 +132,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
                  "    if out.numel() == 0:", "        return out",
                  f"    lib.fused_elementwise({', '.join([*host_args, 'out', 'out.numel() // cols', 'cols', *scalars])})"]
     host.append("    return out")
-    call_args = [ctx.forward_arg(leaf.index) if leaf.kind == "input" else ctx.param_access(leaf.ref) for leaf in leaves]
+    call_args = [ctx.leaf_arg(leaf) for leaf in leaves]
     forward = [f"return fused_elementwise({', '.join([*call_args, *writer.scalars.values()])})"]
     n_ops = len([n for n in root.walk() if n.kind == "op" and n.op not in ("identity", "cast", "view")])
     title = match.kind if n_ops <= 4 else f"A chain of {n_ops} elementwise ops"
