@@ -222,6 +222,7 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         for e in (a, b):
             if e.kind == "meta":
                 raise Unsupported(f"{name}: operand {e.name} is a size or other non-tensor value")
+        a, b = _unit_view(a), _unit_view(b)
         alpha = node["kwargs"].get("alpha")
         if node["kwargs"].get("rounding_mode") is not None:
             raise Unsupported(f"{name}: division with rounding_mode")
@@ -330,6 +331,22 @@ def _einsum_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
     if not matmul:
         raise Unsupported(f"no family for einsum {eq!r} (node {name}): only two-operand matmul forms are covered")
     return Expr("op", name, op="matmul", args=(_tensor(env, operands[0], name), _tensor(env, operands[1], name)))
+
+
+def _unit_view(e: Expr) -> Expr:
+    """An operand of a binary op that is a parameter or input given size-1 dims to broadcast
+    (``bias.view(1, -1, 1, 1)``, ``d.unsqueeze(1)``): the leaf itself, read as the new shape
+    (``attrs["view"]``: the new dims over the leaf's, for forward to reshape it at run time)."""
+    if e.kind != "op" or e.op != "view" or not e.args[0].is_leaf:
+        return e
+    src, dst = e.args[0].shape, e.shape
+    if src is None or dst is None or [d for d in src if d != 1] != [d for d in dst if d != 1]:
+        return e
+    kept = iter(i for i, d in enumerate(src) if d != 1)
+    leaf = e.args[0]
+    terms = tuple("1" if d == 1 else f"{{t}}.shape[{next(kept)}]" for d in dst)
+    return Expr(leaf.kind, leaf.name, shape=dst, dtype=leaf.dtype, ref=leaf.ref, index=leaf.index,
+                attrs={"view": terms})
 
 
 def _shape(node: dict[str, Any]) -> tuple[int, ...] | None:

@@ -135,11 +135,12 @@ class Context:
         return names[index] if index < len(names) else f"x{index}"
 
     def leaf_arg(self, leaf: Expr) -> str:
-        """A leaf as forward passes it to a kernel: an input (a boolean mask as float32) or a parameter."""
-        if leaf.kind != "input":
-            return self.param_access(leaf.ref)
-        arg = self.forward_arg(leaf.index)
-        return f"{arg}.to(torch.float32)" if leaf.dtype == "bool" else arg
+        """A leaf as forward passes it to a kernel: an input (a boolean mask as float32) or a
+        parameter, reshaped when the reference gave it size-1 dims to broadcast (ir._unit_view)."""
+        arg = self.param_access(leaf.ref) if leaf.kind != "input" else self.forward_arg(leaf.index)
+        if leaf.attrs.get("view"):
+            arg = f"{arg}.reshape({', '.join(t.format(t=arg) for t in leaf.attrs['view'])})"
+        return f"{arg}.to(torch.float32)" if leaf.kind == "input" and leaf.dtype == "bool" else arg
 
     def param_access(self, key: str) -> str:
         if all(p.isidentifier() and not keyword.iskeyword(p) for p in key.split(".")):

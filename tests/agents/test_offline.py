@@ -51,6 +51,21 @@ def ref(body: str, inputs: str, init: str = "[]", sizes: str = "") -> str:
 
 # Spellings and shapes the repo's problems do not cover.
 INLINE = {
+    "diagonal_times_matrix": ("elementwise", ref("""
+        class Model(nn.Module):
+            def forward(self, A, B):
+                return A.unsqueeze(1) * B
+        """, "[torch.randn(40), torch.randn(40, 30)]")),
+    "viewed_parameter_in_an_epilogue": ("matmul", ref("""
+        class Model(nn.Module):
+            def __init__(self, features):
+                super().__init__()
+                self.fc = nn.Linear(features, features)
+                self.shift = nn.Parameter(torch.randn(features))
+
+            def forward(self, x):
+                return torch.sigmoid(self.fc(x) - self.shift.view(1, 1, -1))
+        """, "[torch.randn(2, 5, features)]", "[features]", "features = 24")),
     "masked_cumsum": ("pipeline", ref("""
         class Model(nn.Module):
             def __init__(self, dim):

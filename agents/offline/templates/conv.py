@@ -122,10 +122,6 @@ _LOADS = {
 }
 
 
-def _leaf_expr(ctx: Any, e: Expr) -> str:
-    return ctx.forward_arg(e.index) if e.kind == "input" else ctx.param_access(e.ref)
-
-
 def _tuple(ctx: Any, items: list[Expr]) -> str:
     vals = [setting_expr(ctx, e) for e in items]
     return f"({vals[0]},)" if len(vals) == 1 else f"({', '.join(vals)})"
@@ -167,10 +163,10 @@ def render(match: Any, params: dict[str, Any]) -> str:
                        ptrs="".join(p + ", " for p in (["b"] if bias is not None else []) + names),
                        scalars="".join(s + ", " for s in scalars), bm=params["BLOCK_M"], bn=params["BLOCK_N"],
                        bk=params["BLOCK_K"], warps=params["num_warps"], stages=params["num_stages"])
-    call = [_leaf_expr(ctx, x), _leaf_expr(ctx, weight), *([_leaf_expr(ctx, bias)] if bias is not None else []),
+    call = [ctx.leaf_arg(x), ctx.leaf_arg(weight), *([ctx.leaf_arg(bias)] if bias is not None else []),
             _tuple(ctx, spec["stride"]), _tuple(ctx, spec["padding"]), _tuple(ctx, spec["dilation"]),
             _tuple(ctx, spec["output_padding"]), setting_expr(ctx, spec["groups"]),
-            *(_leaf_expr(ctx, leaf) for leaf in spec["epilogue"]), *writer.scalars.values()]
+            *(ctx.leaf_arg(leaf) for leaf in spec["epilogue"]), *writer.scalars.values()]
     cls = model_class(ctx, [f"return conv({', '.join(call)})"],
                       "Same constructor, parameters and forward signature as the reference's Model.")
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())

@@ -147,10 +147,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
         "    return out",
     ]
 
-    def access(leaf: Expr) -> str:
-        return ctx.forward_arg(leaf.index) if leaf.kind == "input" else ctx.param_access(leaf.ref)
-
-    call = [access(spec["a"]), access(spec["b"]), *(access(leaf) for leaf in epi_leaves), *scalars.values()]
+    call = [ctx.leaf_arg(spec["a"]), ctx.leaf_arg(spec["b"]), *(ctx.leaf_arg(leaf) for leaf in epi_leaves), *scalars.values()]
     cls = model_class(ctx, [f"return fused_matmul({', '.join(call)})"],
                       "Same constructor, parameters and forward signature as the reference's Model.")
     doc = (f"{match.kind} as one tiled Triton kernel, epilogue fused (offline engine, no LLM).\n\n"

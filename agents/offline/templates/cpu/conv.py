@@ -133,10 +133,6 @@ def conv(x: torch.Tensor, w: torch.Tensor, {params}stride: tuple, padding: tuple
 '''
 
 
-def _leaf_expr(ctx: Any, e: Expr) -> str:
-    return ctx.forward_arg(e.index) if e.kind == "input" else ctx.param_access(e.ref)
-
-
 def _tuple(ctx: Any, items: list[Expr]) -> str:
     vals = [setting_expr(ctx, e) for e in items]
     return f"({vals[0]},)" if len(vals) == 1 else f"({', '.join(vals)})"
@@ -160,7 +156,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
         c_args.append(f"const float* {v}_p")
         operands.append(f"{v}, ")
         prep.append(f"    {v} = {v}.contiguous()\n")
-        forward_ops.append(_leaf_expr(ctx, leaf))
+        forward_ops.append(ctx.leaf_arg(leaf))
         index = {"scalar": "0", "channel": "k", "full": "row * OW + ow"}[kind]
         loads.append(f"const float {v} = {v}_p[{index}];")
         docs.append(f"{v}_p: {leaf.ref}, " + {"scalar": "one value", "channel": "one value per output channel",
@@ -192,7 +188,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
                        channels="w.shape[1] * groups" if transposed else "w.shape[0]",
                        prep="".join(prep), ptrs="b, " if bias is not None else "", operands="".join(operands),
                        scalars="".join(f", {s}" for s in scalars))
-    call = [_leaf_expr(ctx, x), _leaf_expr(ctx, weight), *([_leaf_expr(ctx, bias)] if bias is not None else []),
+    call = [ctx.leaf_arg(x), ctx.leaf_arg(weight), *([ctx.leaf_arg(bias)] if bias is not None else []),
             _tuple(ctx, spec["stride"]), _tuple(ctx, spec["padding"]), _tuple(ctx, spec["dilation"]),
             _tuple(ctx, spec["output_padding"]), setting_expr(ctx, spec["groups"]), *forward_ops,
             *writer.scalars.values()]

@@ -148,17 +148,13 @@ def render(match: Any, params: dict[str, Any]) -> str:
         c_fns = [NR_FN, PACK_FN, f"void fused_matmul({', '.join(c_params)})"]
         c_source = "\n\n".join([prelude(helper_names(kernel)), ISA, INLINE, PACK, MICRO, kernel])
     host = _host(spec, [names[id(leaf)] for leaf in epi_leaves], scalars, vector)
-    call = [_access(ctx, spec["a"]), _access(ctx, spec["b"]), *(_access(ctx, leaf) for leaf in epi_leaves),
+    call = [ctx.leaf_arg(spec["a"]), ctx.leaf_arg(spec["b"]), *(ctx.leaf_arg(leaf) for leaf in epi_leaves),
             *writer.scalars.values()]
     knobs = "schedule=" + str(params["schedule"]) if vector else ", ".join(f"{k}={v}" for k, v in params.items())
     doc = (f"{match.kind} in C, epilogue fused (offline engine, no LLM, backend cpu).\n\n"
            f"out = {what}\nParameters: {knobs}.\n")
     return module_source(doc, c_source, c_fns, "fused_matvec" if vector else "fused_matmul", [host], ctx,
                          [f"return {'fused_matvec' if vector else 'fused_matmul'}({', '.join(call)})"])
-
-
-def _access(ctx: Any, leaf: Expr) -> str:
-    return ctx.forward_arg(leaf.index) if leaf.kind == "input" else ctx.param_access(leaf.ref)
 
 
 def _host(spec: dict[str, Any], leaves: list[str], scalars: list[str], vector: bool) -> str:
