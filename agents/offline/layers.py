@@ -71,6 +71,16 @@ def call_node(target: str, get: Get, x: Expr, name: str, tensor: Callable[[Any],
         spec = _CONVT_ARGS if transposed else _CONV_ARGS
         raw = {k: get(i + 3, k, d) for i, (k, d) in enumerate(spec)}
         return conv(transposed, nd, x, weight, bias, name, raw, target)
+    if target == "scaled_dot_product_attention" and tensor is not None:
+        k, v = tensor(get(1, "key", None)), tensor(get(2, "value", None))
+        if get(3, "attn_mask", None) is not None or get(4, "dropout_p", 0.0) not in (0, 0.0) \
+                or get(7, "enable_gqa", False):
+            raise Unsupported(f"{name}: attention with a mask, dropout or grouped-query heads (plain and causal "
+                              "attention are covered)")
+        causal, scale = get(5, "is_causal", False), get(6, "scale", None)
+        if not isinstance(causal, bool) or not (scale is None or isinstance(scale, (int, float))):
+            raise Unsupported(f"{name}: attention with a computed is_causal or scale")
+        return Expr("op", name, op="attention", args=(x, k, v), attrs={"causal": causal, "scale": scale})
     if target in POOL_FUNCS:
         mode, nd = POOL_FUNCS[target]
         spec = _MAX_ARGS if mode == "max" else _AVG_ARGS

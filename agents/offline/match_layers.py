@@ -146,3 +146,18 @@ def channel_norm(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
             "eps": ctx.setting(root.attrs["eps"], "eps"),
             "weight": weight, "bias": bias, "out_shape": out_shape, "consts": []}
     return Match("channel_norm", kind + "_norm", ctx, spec)
+
+
+def attention(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """softmax(q k^T * scale) v over forward inputs q (..., L, E), k (..., S, E), v (..., S, Ev),
+    the same leading dims (no broadcasting), plain or causal."""
+    if root.kind != "op" or root.op != "attention":
+        raise NoMatch("the output is not a scaled dot-product attention")
+    q, k, v = (_input(e, "attention") for e in root.args)
+    qs, ks, vs = (tuple(e.shape or ()) for e in (q, k, v))
+    if len(qs) < 2 or not (len(qs) == len(ks) == len(vs)) or not (qs[:-2] == ks[:-2] == vs[:-2]) \
+            or qs[-1] != ks[-1] or ks[-2] != vs[-2]:
+        raise NoMatch(f"attention over q {list(qs)}, k {list(ks)}, v {list(vs)}: broadcast or mismatched shapes")
+    spec = {"q": q, "k": k, "v": v, "causal": root.attrs["causal"], "scale": root.attrs["scale"],
+            "out_shape": out_shape}
+    return Match("attention", "causal attention" if spec["causal"] else "attention", ctx, spec)

@@ -271,3 +271,16 @@ COMPOSITE = {
             return self.loss_fn(anchor, positive, negative)
     """, "[torch.randn(10, 24), torch.randn(10, 24), torch.randn(10, 24)]", "[margin]", "margin = 1.5"),
 }
+
+ATTENTION = {
+ "attention_3d_scaled": ref("""
+    class Model(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, scale=0.3)
+    """, "[torch.randn(3, 37, 20), torch.randn(3, 50, 20), torch.randn(3, 50, 24)]"),
+ "attention_causal_4d": ref("""
+    class Model(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    """, "[torch.randn(2, 2, 45, 16), torch.randn(2, 2, 45, 16), torch.randn(2, 2, 45, 16)]"),
+}

@@ -38,6 +38,7 @@ REPO_PROBLEMS = {
     "problems/level1/18_cumsum.py": "scan",
     "problems/level1/29_group_norm.py": "channel_norm",
     "problems/level1/23_conv1d.py": "conv",
+    "problems/level1/31_causal_attention.py": "attention",
     "problems/level2/12_linear_softmax.py": "pipeline",
 }
 

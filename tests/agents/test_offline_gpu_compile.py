@@ -74,6 +74,15 @@ def _signature(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     return signature, constexprs
 
 
+def _input(t: Any) -> Any:
+    """A forward input like the analysed one: a tensor (a boolean mask too) or a number."""
+    if not isinstance(t, dict):
+        return t
+    if t["dtype"] == "bool":
+        return torch.randn(t["shape"]) > 0
+    return torch.randn(t["shape"], dtype=getattr(torch, t["dtype"]))
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_candidate_kernels_compile_for_sm90(analyses: dict[str, dict[str, Any]], name: str,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,7 +104,7 @@ def test_candidate_kernels_compile_for_sm90(analyses: dict[str, dict[str, Any]],
     monkeypatch.setattr(JITFunction, "__getitem__", record)
     module = _load(proposal.source, f"{name}_candidate.py")
     model = module.ModelNew(*analysis["init_inputs"])
-    inputs = [torch.randn(t["shape"], dtype=getattr(torch, t["dtype"])) for t in analysis["inputs"]]
+    inputs = [_input(t) for t in analysis["inputs"]]
     with torch.no_grad():
         model(*inputs)
     assert launches, "the candidate launched no kernel"

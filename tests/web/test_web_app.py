@@ -17,11 +17,11 @@ from app.db.migrate import upgrade_database
 from app.db.models import Candidate, Job
 from app.db.session import engine_for
 from app.deps import settings as settings_dep
+from app.jobs.listing import Filters
 from app.settings import Settings
 from app.web.batch_runs import batch_dir
 from app.web.chart import best_speedup_chart
 from app.web.diff import side_by_side
-from app.jobs.listing import Filters
 from app.web.security import csrf_token
 
 HOSTILE = "<script>alert(1)</script>"

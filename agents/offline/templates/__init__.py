@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from . import argreduce, channel_norm, conv, cpu, elementwise, matmul, norm, pooling, reduction, scan, softmax
+from . import argreduce, attention, channel_norm, conv, cpu, elementwise, matmul, norm, pooling, reduction, scan, softmax
 from .pipeline import Pipeline
 
 FAMILIES: dict[str, ModuleType] = {
@@ -22,6 +22,7 @@ FAMILIES: dict[str, ModuleType] = {
     "scan": scan,
     "channel_norm": channel_norm,
     "conv": conv,
+    "attention": attention,
 }
 
 # every backend also has the pipeline: a chain of the families above in one candidate

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import argreduce, channel_norm, conv, elementwise, matmul, norm, pooling, reduction, scan, softmax
+from . import argreduce, attention, channel_norm, conv, elementwise, matmul, norm, pooling, reduction, scan, softmax
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -19,4 +19,5 @@ FAMILIES: dict[str, ModuleType] = {
     "scan": scan,
     "channel_norm": channel_norm,
     "conv": conv,
+    "attention": attention,
 }

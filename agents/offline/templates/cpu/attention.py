@@ -1,0 +1,100 @@
+"""Scaled dot-product attention in C: one pass over the keys with an online softmax
+(flash-attention's recurrence), never materialising the (L, S) score matrix.
+
+One OpenMP iteration owns one query row of one (batch, head): the keys are taken BN
+at a time, their scores (vector dot products over E) kept in a BN-wide buffer, the
+running maximum m and denominator l rescaled once per block, and the output row -- the
+running sum of p * v -- rescaled with them. Causal attention stops at key i (torch's
+``is_causal``: the top-left aligned lower triangle).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import module_source, omp_schedule, require_float32, simd_pragma
+from .mathlib import prelude
+
+PARAM_SPACE: list[dict[str, Any]] = [
+    {"BN": 64, "schedule": "static", "par_min": 65536},
+    {"BN": 128, "schedule": "dynamic", "chunk": 4, "par_min": 65536},
+    {"BN": 32, "schedule": "static", "par_min": 32768},
+    {"BN": 256, "schedule": "dynamic", "chunk": 1, "par_min": 131072},
+]
+
+KERNEL = '''/* out[b, i, :] = softmax_j(q[b, i, :] . k[b, j, :] * scale) v[b, j, :] over contiguous
+   q (B, L, E), k (B, S, E), v (B, S, Ev); keys j <= i only when causal. Keys BN at a time. */
+void attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t L, int64_t S,
+               int64_t E, int64_t Ev, float scale, int64_t causal) {{
+    #pragma omp parallel for collapse(2) {schedule} if(B * L * S * (E + Ev) > {par_min})
+    for (int64_t b = 0; b < B; b++)
+    for (int64_t i = 0; i < L; i++) {{
+        const float* qi = q + (b * L + i) * E;
+        const float* kb = k + b * S * E;
+        const float* vb = v + b * S * Ev;
+        float* o = out + (b * L + i) * Ev;
+        float s[{BN}];
+        float m = -INFINITY, l = 0.0f;
+        for (int64_t e = 0; e < Ev; e++) o[e] = 0.0f;
+        const int64_t end = causal && i + 1 < S ? i + 1 : S;
+        for (int64_t j0 = 0; j0 < end; j0 += {BN}) {{
+            const int64_t nj = end - j0 < {BN} ? end - j0 : {BN};
+            float bm = -INFINITY;
+            for (int64_t jj = 0; jj < nj; jj++) {{
+                const float* kj = kb + (j0 + jj) * E;
+                float dot = 0.0f;
+                {simd_dot}
+                for (int64_t e = 0; e < E; e++) dot += qi[e] * kj[e];
+                s[jj] = dot * scale;
+                bm = s[jj] > bm ? s[jj] : bm;
+            }}
+            const float mn = m > bm ? m : bm;
+            const float corr = kf_exp(m - mn);  /* 0 on the first block (m = -inf) */
+            l *= corr;
+            {simd}
+            for (int64_t e = 0; e < Ev; e++) o[e] *= corr;
+            for (int64_t jj = 0; jj < nj; jj++) {{
+                const float p = kf_exp(s[jj] - mn);
+                const float* vj = vb + (j0 + jj) * Ev;
+                l += p;
+                {simd}
+                for (int64_t e = 0; e < Ev; e++) o[e] += p * vj[e];
+            }}
+            m = mn;
+        }}
+        const float inv = 1.0f / l;
+        {simd}
+        for (int64_t e = 0; e < Ev; e++) o[e] *= inv;
+    }}
+}}'''
+
+PROTO = ("void attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t L, "
+         "int64_t S, int64_t E, int64_t Ev, float scale, int64_t causal)")
+
+HOST = '''def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale, causal: bool) -> torch.Tensor:
+    """softmax(q k^T * scale) v over the last two dims (scale None: 1 / sqrt(E))."""
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    L, E, S, Ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
+    out = torch.empty(*q.shape[:-1], Ev, dtype=q.dtype, device=q.device)
+    if out.numel() == 0:
+        return out
+    scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
+    lib.attention(q, k, v, out, q.numel() // (L * E), L, S, E, Ev, scale, int(causal))
+    return out
+'''
+
+
+def render(match: Any, params: dict[str, Any]) -> str:
+    ctx = match.ctx.fresh()
+    spec = match.spec
+    q, k, v = spec["q"], spec["k"], spec["v"]
+    require_float32(match.ctx.outputs[0].get("dtype"), q.dtype, k.dtype, v.dtype)
+    kernel = KERNEL.format(BN=int(params["BN"]), schedule=omp_schedule(params), par_min=int(params["par_min"]),
+                           simd=simd_pragma({}), simd_dot=simd_pragma({}, "reduction(+:dot)"))
+    knobs = ", ".join(f"{key}={val}" for key, val in params.items())
+    doc = (f"{match.kind} in C, online softmax over key blocks (offline engine, no LLM, backend cpu).\n\n"
+           f"Parameters: {knobs}.\n")
+    call = f"return attention({ctx.leaf_arg(q)}, {ctx.leaf_arg(k)}, {ctx.leaf_arg(v)}, {spec['scale']!r}, " \
+           f"{spec['causal']!r})"
+    return module_source(doc, prelude({"kf_exp"}) + "\n\n" + kernel, [PROTO], "attention", [HOST], ctx, [call],
+                         uses_math=True)
