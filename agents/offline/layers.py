@@ -101,6 +101,11 @@ def call_node(target: str, get: Get, x: Expr, name: str, tensor: Callable[[Any],
             raise Unsupported(f"{name}: {target} over a computed dim")
         return Expr("op", name, op="argreduce", args=(x,),
                     attrs={"which": ARG_REDUCTIONS[target], "dim": dim, "keepdim": bool(get(2, "keepdim", False))})
+    if target in ("triu", "tril"):
+        diagonal = get(1, "diagonal", 0)
+        if not isinstance(diagonal, int) or isinstance(diagonal, bool):
+            raise Unsupported(f"{name}: {target} with a computed diagonal")
+        return Expr("op", name, op="triangle", args=(x,), attrs={"upper": target == "triu", "diagonal": diagonal})
     if target == "flip":
         dims = get(1, "dims", None)
         dims = [dims] if isinstance(dims, int) else dims

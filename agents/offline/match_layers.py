@@ -161,3 +161,15 @@ def attention(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     spec = {"q": q, "k": k, "v": v, "causal": root.attrs["causal"], "scale": root.attrs["scale"],
             "out_shape": out_shape}
     return Match("attention", "causal attention" if spec["causal"] else "attention", ctx, spec)
+
+
+def triangle(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """``torch.triu`` / ``torch.tril`` of a forward input (a stage of a pipeline: the masked
+    product ``triu(A @ B)`` is a matmul stage, then this one)."""
+    if root.kind != "op" or root.op != "triangle":
+        raise NoMatch("the output is not a triu or tril")
+    x = _input(root.args[0], root.attrs["upper"] and "triu" or "tril")
+    if len(x.shape or ()) < 2:
+        raise NoMatch(f"{root.name}: triu / tril of a {len(x.shape or ())}-d tensor")
+    spec = {"x": x, "upper": root.attrs["upper"], "diagonal": root.attrs["diagonal"], "out_shape": out_shape}
+    return Match("triangle", ("triu" if spec["upper"] else "tril") + f" (diagonal {spec['diagonal']})", ctx, spec)

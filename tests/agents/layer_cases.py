@@ -284,3 +284,16 @@ ATTENTION = {
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
     """, "[torch.randn(2, 2, 45, 16), torch.randn(2, 2, 45, 16), torch.randn(2, 2, 45, 16)]"),
 }
+
+TRIANGLE = {
+ "triu_offset": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.triu(x, diagonal=2)
+    """, "[torch.randn(2, 3, 19, 23)]"),
+ "tril_wide": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x.tril(-3)
+    """, "[torch.randn(9, 40)]"),
+}

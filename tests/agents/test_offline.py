@@ -39,6 +39,7 @@ REPO_PROBLEMS = {
     "problems/level1/29_group_norm.py": "channel_norm",
     "problems/level1/23_conv1d.py": "conv",
     "problems/level1/31_causal_attention.py": "attention",
+    "problems/level1/32_tril_batched.py": "triangle",
     "problems/level2/12_linear_softmax.py": "pipeline",
 }
 
@@ -52,6 +53,11 @@ def ref(body: str, inputs: str, init: str = "[]", sizes: str = "") -> str:
 
 # Spellings and shapes the repo's problems do not cover.
 INLINE = {
+    "upper_triangle_of_a_product": ("pipeline", ref("""
+        class Model(nn.Module):
+            def forward(self, A, B):
+                return torch.triu(torch.matmul(A, B))
+        """, "[torch.randn(50, 40), torch.randn(40, 50)]")),
     "diagonal_times_matrix": ("elementwise", ref("""
         class Model(nn.Module):
             def forward(self, A, B):

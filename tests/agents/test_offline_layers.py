@@ -1,5 +1,5 @@
 """The layer families of the offline engine (convolutions, pooling, arg-reductions, scans,
-batch / instance / group norm, attention; norms and losses, written out into pipelines): every C
+batch / instance / group norm, attention, triu / tril; norms and losses, written out into pipelines): every C
 parameter set and the first Triton ones checked against torch on the inline references of
 tests/agents/layer_cases.py (no judge; Triton in its interpreter, in a child process), and
 the bundled problems through the real judge on both backends. The bundled wrong solutions
@@ -18,14 +18,14 @@ import pytest
 from agents.offline import OfflineEngine, run_offline
 from sandbox import Judge
 from tests.agents.cpu_harness import QUICK, analyse, check, cpu_proposals
-from tests.agents.layer_cases import ARGREDUCE, ATTENTION, CHANNEL_NORM, COMPOSITE, CONV, POOLING, SCAN
+from tests.agents.layer_cases import ARGREDUCE, ATTENTION, CHANNEL_NORM, COMPOSITE, CONV, POOLING, SCAN, TRIANGLE
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = {**{k: ("pooling" if k != "adaptive" else "reduction", v) for k, v in POOLING.items()},
          **{k: ("argreduce", v) for k, v in ARGREDUCE.items()}, **{k: ("scan", v) for k, v in SCAN.items()},
          **{k: ("channel_norm", v) for k, v in CHANNEL_NORM.items()}, **{k: ("conv", v) for k, v in CONV.items()},
          **{k: ("pipeline", v) for k, v in COMPOSITE.items()},
-         **{k: ("attention", v) for k, v in ATTENTION.items()}}
+         **{k: ("attention", v) for k, v in ATTENTION.items()}, **{k: ("triangle", v) for k, v in TRIANGLE.items()}}
 EXACT = set(ARGREDUCE)  # indices: no tolerance
 BUNDLED = {
     "problems/level1/24_max_pool2d.py": "pooling",
@@ -38,6 +38,7 @@ BUNDLED = {
     "problems/level1/23_conv1d.py": "conv",
     "problems/level1/30_conv_transpose2d_strided.py": "conv",
     "problems/level1/31_causal_attention.py": "attention",
+    "problems/level1/32_tril_batched.py": "triangle",
 }
 
 TRITON_CHECK = """

@@ -8,7 +8,21 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from . import argreduce, attention, channel_norm, conv, cpu, elementwise, matmul, norm, pooling, reduction, scan, softmax
+from . import (
+    argreduce,
+    attention,
+    channel_norm,
+    conv,
+    cpu,
+    elementwise,
+    matmul,
+    norm,
+    pooling,
+    reduction,
+    scan,
+    softmax,
+    triangle,
+)
 from .pipeline import Pipeline
 
 FAMILIES: dict[str, ModuleType] = {
@@ -23,6 +37,7 @@ FAMILIES: dict[str, ModuleType] = {
     "channel_norm": channel_norm,
     "conv": conv,
     "attention": attention,
+    "triangle": triangle,
 }
 
 # every backend also has the pipeline: a chain of the families above in one candidate

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import argreduce, attention, channel_norm, conv, elementwise, matmul, norm, pooling, reduction, scan, softmax
+from . import argreduce, attention, channel_norm, conv, elementwise, matmul, norm, pooling, reduction, scan, softmax, triangle
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -20,4 +20,5 @@ FAMILIES: dict[str, ModuleType] = {
     "channel_norm": channel_norm,
     "conv": conv,
     "attention": attention,
+    "triangle": triangle,
 }
