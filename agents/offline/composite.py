@@ -1,6 +1,7 @@
 """Ops the IR writes out as a chain of ops it already has: vector norms (``torch.norm``,
-``torch.linalg.vector_norm``) and the pointwise losses (MSE, L1, smooth L1, Huber, KL
-divergence, triplet margin), functional or as modules.
+``torch.linalg.vector_norm``), the pointwise losses (MSE, L1, smooth L1, Huber, KL
+divergence, triplet margin) and cross entropy (a per-row term, then the reduction),
+functional or as modules.
 
 Each becomes elementwise ops and sum / mean reductions; the families cover them as they
 are -- a norm under a division is a reduction stage and an elementwise stage of the
@@ -157,3 +158,30 @@ def module_loss(cls: str, attrs: dict[str, Any], inputs: list[Expr], name: str) 
     kind, defaults = LOSS_MODULES[cls]
     settings = {k: attrs.get(k, d) for k, d in defaults.items()}
     return loss(kind, inputs, settings, attrs.get("reduction", "mean"), name)
+
+
+def cross_entropy(x: Expr, t: Expr, settings: dict[str, Any], reduction: Any, name: str) -> Expr:
+    """``F.cross_entropy(x, t)`` with class indices: the per-row term logsumexp(x[i]) - x[i, t[i]]
+    (op ``xent_rows``), then the reduction. Probability targets, class weights and label
+    smoothing are not covered; rows whose target is ``ignore_index`` make the kernel raise
+    (torch leaves them out of the mean), never a silently different value."""
+    if t.dtype != "int64" or len(x.shape or ()) != 2 or len(t.shape or ()) != 1:
+        raise Unsupported(f"{name}: cross entropy over {list(x.shape or ())} with {t.dtype} targets "
+                          f"{list(t.shape or ())} (2-d logits and class indices are covered)")
+    if settings.get("weight") is not None or float(settings.get("label_smoothing") or 0.0) != 0.0:
+        raise Unsupported(f"{name}: cross entropy with class weights or label smoothing")
+    w = _Writer(name, x.dtype)
+    rows = w.op("xent_rows", x, t, shape=(x.shape[0],) if x.shape else None,
+                ignore_index=int(settings.get("ignore_index", -100)))
+    if reduction == "none":
+        return rows
+    if reduction in ("mean", "sum"):
+        return w.reduce(reduction, rows, None, False)
+    raise Unsupported(f"{name}: cross entropy with reduction={reduction!r}")
+
+
+def call_cross_entropy(get: Get, tensor: Callable[[Any], Expr], name: str) -> Expr:
+    x, t = tensor(get(0, "input", None)), tensor(get(1, "target", None))
+    settings = {"weight": get(2, "weight", None), "ignore_index": get(4, "ignore_index", -100),
+                "label_smoothing": get(7, "label_smoothing", 0.0)}
+    return cross_entropy(x, t, settings, get(6, "reduction", "mean"), name)

@@ -265,6 +265,9 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
     if target in composite.NORMS:
         return composite.norm(_tensor(env, args[0], name), lambda pos, key, default: _arg(node, pos, key, default),
                               name)
+    if target == "cross_entropy":
+        return composite.call_cross_entropy(lambda pos, key, default: _arg(node, pos, key, default),
+                                            lambda v: _tensor(env, v, name), name)
     if target in composite.LOSS_FUNCS:
         return composite.call_loss(target, lambda pos, key, default: _arg(node, pos, key, default),
                                    lambda v: _tensor(env, v, name), name)
@@ -371,6 +374,15 @@ def _module_node(node: dict[str, Any], env: dict[str, Expr], params: dict[str, A
                                               dtype=params[key]["dtype"], ref=key)
         return leaves[key]
 
+    if cls == "CrossEntropyLoss":
+        attrs = node.get("attrs") or {}
+        if len(node["args"]) != 2:
+            raise Unsupported(f"{name}: CrossEntropyLoss with {len(node['args'])} inputs")
+        x, t = (_tensor(env, a, name) for a in node["args"])
+        return composite.cross_entropy(x, t, {"ignore_index": attrs.get("ignore_index", -100),
+                                              "label_smoothing": attrs.get("label_smoothing", 0.0),
+                                              "weight": params.get(f"{path}.weight")},
+                                       attrs.get("reduction", "mean"), name)
     if cls in composite.LOSS_MODULES:
         return composite.module_loss(cls, node.get("attrs") or {}, [_tensor(env, a, name) for a in node["args"]],
                                      name)

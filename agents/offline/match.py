@@ -22,7 +22,7 @@ from .templates.common import broadcast_block
 
 # matchers of the layer families, tried after the core ones and before elementwise
 LAYERS = (match_conv.conv, match_layers.pooling, match_layers.arg_reduction, match_layers.scan, match_layers.channel_norm,
-          match_layers.attention, match_layers.triangle)
+          match_layers.attention, match_layers.triangle, match_layers.cross_entropy)
 INDICES = ("int64",)  # the outputs of INDEX_OPS
 INDEX_OPS = {"argreduce"}
 

@@ -173,3 +173,17 @@ def triangle(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
         raise NoMatch(f"{root.name}: triu / tril of a {len(x.shape or ())}-d tensor")
     spec = {"x": x, "upper": root.attrs["upper"], "diagonal": root.attrs["diagonal"], "out_shape": out_shape}
     return Match("triangle", ("triu" if spec["upper"] else "tril") + f" (diagonal {spec['diagonal']})", ctx, spec)
+
+
+def cross_entropy(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """The per-row cross-entropy term logsumexp(x[i]) - x[i, t[i]] of forward inputs x (B, C)
+    and int64 targets t (B,) (composite.cross_entropy writes the loss as this, then its
+    reduction)."""
+    if root.kind != "op" or root.op != "xent_rows":
+        raise NoMatch("the output is not a per-row cross-entropy term")
+    x, t = root.args
+    x = _input(x, "cross-entropy logits")
+    if t.kind != "input" or t.dtype != "int64":
+        raise NoMatch(f"the cross-entropy targets {t.name} are not an int64 forward input")
+    spec = {"x": x, "t": t, "ignore_index": root.attrs["ignore_index"], "out_shape": out_shape}
+    return Match("cross_entropy", "cross entropy rows", ctx, spec)

@@ -297,3 +297,24 @@ TRIANGLE = {
             return x.tril(-3)
     """, "[torch.randn(9, 40)]"),
 }
+
+CROSS_ENTROPY = {
+ "xent_none": ("cross_entropy", ref("""
+    class Model(nn.Module):
+        def forward(self, x, t):
+            return F.cross_entropy(x, t, reduction="none")
+    """, "[torch.randn(13, 37) * 3, torch.randint(0, 37, (13,))]")),
+ "xent_mean": ("pipeline", ref("""
+    class Model(nn.Module):
+        def forward(self, predictions, targets):
+            return torch.nn.functional.cross_entropy(predictions, targets)
+    """, "[torch.randn(21, 300), torch.randint(0, 300, (21,))]")),
+ "xent_module_sum": ("pipeline", ref("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loss = nn.CrossEntropyLoss(reduction="sum")
+        def forward(self, x, t):
+            return self.loss(x, t)
+    """, "[torch.randn(9, 50), torch.randint(0, 50, (9,))]")),
+}

@@ -75,11 +75,13 @@ def _signature(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -
 
 
 def _input(t: Any) -> Any:
-    """A forward input like the analysed one: a tensor (a boolean mask too) or a number."""
+    """A forward input like the analysed one: a tensor (a boolean mask, class indices) or a number."""
     if not isinstance(t, dict):
         return t
     if t["dtype"] == "bool":
         return torch.randn(t["shape"]) > 0
+    if t["dtype"] == "int64":  # class indices: 0 is in range for any class count
+        return torch.zeros(t["shape"], dtype=torch.int64)
     return torch.randn(t["shape"], dtype=getattr(torch, t["dtype"]))
 
 

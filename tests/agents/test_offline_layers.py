@@ -1,5 +1,5 @@
 """The layer families of the offline engine (convolutions, pooling, arg-reductions, scans,
-batch / instance / group norm, attention, triu / tril; norms and losses, written out into pipelines): every C
+batch / instance / group norm, attention, triu / tril, cross entropy; norms and losses, written out into pipelines): every C
 parameter set and the first Triton ones checked against torch on the inline references of
 tests/agents/layer_cases.py (no judge; Triton in its interpreter, in a child process), and
 the bundled problems through the real judge on both backends. The bundled wrong solutions
@@ -18,14 +18,15 @@ import pytest
 from agents.offline import OfflineEngine, run_offline
 from sandbox import Judge
 from tests.agents.cpu_harness import QUICK, analyse, check, cpu_proposals
-from tests.agents.layer_cases import ARGREDUCE, ATTENTION, CHANNEL_NORM, COMPOSITE, CONV, POOLING, SCAN, TRIANGLE
+from tests.agents.layer_cases import ARGREDUCE, ATTENTION, CHANNEL_NORM, COMPOSITE, CONV, CROSS_ENTROPY, POOLING, SCAN, TRIANGLE
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = {**{k: ("pooling" if k != "adaptive" else "reduction", v) for k, v in POOLING.items()},
          **{k: ("argreduce", v) for k, v in ARGREDUCE.items()}, **{k: ("scan", v) for k, v in SCAN.items()},
          **{k: ("channel_norm", v) for k, v in CHANNEL_NORM.items()}, **{k: ("conv", v) for k, v in CONV.items()},
          **{k: ("pipeline", v) for k, v in COMPOSITE.items()},
-         **{k: ("attention", v) for k, v in ATTENTION.items()}, **{k: ("triangle", v) for k, v in TRIANGLE.items()}}
+         **{k: ("attention", v) for k, v in ATTENTION.items()}, **{k: ("triangle", v) for k, v in TRIANGLE.items()},
+         **CROSS_ENTROPY}
 EXACT = set(ARGREDUCE)  # indices: no tolerance
 BUNDLED = {
     "problems/level1/24_max_pool2d.py": "pooling",
@@ -39,6 +40,7 @@ BUNDLED = {
     "problems/level1/30_conv_transpose2d_strided.py": "conv",
     "problems/level1/31_causal_attention.py": "attention",
     "problems/level1/32_tril_batched.py": "triangle",
+    "problems/level1/33_cross_entropy_per_sample.py": "cross_entropy",
 }
 
 TRITON_CHECK = """
@@ -115,3 +117,20 @@ def test_bundled_problem_gets_a_verified_kernel(judge: Judge, path: str, backend
     assert result.best.proposal.family == BUNDLED[path] and result.best.verdict == "pass"
     if backend == "cpu":
         assert result.best.speedup is not None
+
+
+def test_cross_entropy_raises_on_an_ignored_target_rather_than_differ_from_torch() -> None:
+    """torch leaves rows whose target is ignore_index out of the mean; the kernel does not, so
+    it must refuse such input (the judge then fails it) instead of returning another value."""
+    import torch
+
+    from tests.agents.cpu_harness import load_source
+
+    source = CROSS_ENTROPY["xent_mean"][1]
+    (proposal, *_) = cpu_proposals(source, 1)
+    model = load_source(proposal.source, "xent_ignored").ModelNew()
+    x, t = torch.randn(4, 6), torch.tensor([1, -100, 2, 3])
+    with pytest.raises(ValueError, match="ignore_index"):
+        model(x, t)
+    t[1] = 0
+    torch.testing.assert_close(model(x, t), torch.nn.functional.cross_entropy(x, t))

@@ -14,6 +14,7 @@ from . import (
     channel_norm,
     conv,
     cpu,
+    cross_entropy,
     elementwise,
     matmul,
     norm,
@@ -38,6 +39,7 @@ FAMILIES: dict[str, ModuleType] = {
     "conv": conv,
     "attention": attention,
     "triangle": triangle,
+    "cross_entropy": cross_entropy,
 }
 
 # every backend also has the pipeline: a chain of the families above in one candidate

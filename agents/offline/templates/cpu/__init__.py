@@ -6,7 +6,21 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import argreduce, attention, channel_norm, conv, elementwise, matmul, norm, pooling, reduction, scan, softmax, triangle
+from . import (
+    argreduce,
+    attention,
+    channel_norm,
+    conv,
+    cross_entropy,
+    elementwise,
+    matmul,
+    norm,
+    pooling,
+    reduction,
+    scan,
+    softmax,
+    triangle,
+)
 
 FAMILIES: dict[str, ModuleType] = {
     "elementwise": elementwise,
@@ -21,4 +35,5 @@ FAMILIES: dict[str, ModuleType] = {
     "conv": conv,
     "attention": attention,
     "triangle": triangle,
+    "cross_entropy": cross_entropy,
 }
