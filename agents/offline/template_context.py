@@ -81,13 +81,14 @@ class Context:
     def setting(self, value: Any, name: str) -> Expr:
         """A layer's setting (a kernel size, a stride...) as a const bound to the constructor
         argument that holds it: the only one of that value, or among several the one named
-        like the setting (``kernel_size=kernel_size``). Unbound when neither is unique."""
+        like the setting (``kernel_size=kernel_size``; ``num_groups`` also matches ``groups``).
+        Unbound when neither is unique."""
         e = const(value)
         if value in _TRIVIAL:
             return e
         paths = self.init_paths(value)
         if len(paths) > 1:
-            paths = [p for p in paths if self._init_name(p[0]) == name]
+            paths = [p for p in paths if _stem(self._init_name(p[0])) == _stem(name)]
         if len(paths) == 1:
             e.bind = paths[0]
         return e
@@ -175,3 +176,11 @@ class Context:
     @staticmethod
     def _holder(parts: list[str]) -> str:
         return f"self.get_submodule({'.'.join(parts)!r})" if parts else "self"
+
+
+def _stem(name: str) -> str:
+    """A setting's name without a count prefix: num_groups, n_groups and groups alike."""
+    for prefix in ("num_", "n_"):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name

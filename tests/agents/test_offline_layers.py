@@ -18,6 +18,7 @@ import pytest
 from agents.offline import OfflineEngine, run_offline
 from sandbox import Judge
 from tests.agents.cpu_harness import QUICK, analyse, check, cpu_proposals
+from tests.agents.test_offline import ref
 from tests.agents.layer_cases import ARGREDUCE, ATTENTION, CHANNEL_NORM, COMPOSITE, CONV, CROSS_ENTROPY, POOLING, SCAN, TRIANGLE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,3 +135,20 @@ def test_cross_entropy_raises_on_an_ignored_target_rather_than_differ_from_torch
         model(x, t)
     t[1] = 0
     torch.testing.assert_close(model(x, t), torch.nn.functional.cross_entropy(x, t))
+
+
+def test_group_count_binds_to_the_groups_argument_when_channels_share_its_value() -> None:
+    """KernelBench level2/61: in_channels = out_channels = groups = 8. num_groups must follow the
+    argument named groups (the judge perturbs them apart), never be baked in as 8."""
+    source = ref("""
+        class Model(nn.Module):
+            def __init__(self, in_channels, out_channels, groups):
+                super().__init__()
+                self.proj = nn.Linear(in_channels, out_channels)
+                self.group_norm = nn.GroupNorm(num_groups=groups, num_channels=out_channels)
+            def forward(self, x):
+                return self.group_norm(torch.relu(self.proj(x)))
+        """, "[torch.randn(5, in_channels)]", "[in_channels, out_channels, groups]",
+                 "in_channels = 8\nout_channels = 8\ngroups = 8")
+    (proposal, *_) = cpu_proposals(source, 1)
+    assert "self.groups, " in proposal.source and "_group_norm(t0, self.group_norm.weight" in proposal.source
