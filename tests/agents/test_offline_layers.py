@@ -18,8 +18,8 @@ import pytest
 from agents.offline import OfflineEngine, run_offline
 from sandbox import Judge
 from tests.agents.cpu_harness import QUICK, analyse, check, cpu_proposals
-from tests.agents.test_offline import ref
 from tests.agents.layer_cases import ARGREDUCE, ATTENTION, CHANNEL_NORM, COMPOSITE, CONV, CROSS_ENTROPY, POOLING, SCAN, TRIANGLE
+from tests.agents.test_offline import ref
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = {**{k: ("pooling" if k != "adaptive" else "reduction", v) for k, v in POOLING.items()},
