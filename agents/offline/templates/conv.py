@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expr import Expr
-from ..match_layers import setting_expr
+from . import conv_host
 from .common import ExprWriter, dtype_of, helper_source, model_class, module_source, needs_upcast
 
 PARAM_SPACE: list[dict[str, Any]] = [
@@ -89,25 +88,7 @@ def conv_kernel(x_ptr, w_ptr, {ptrs}y_ptr, N, C, D, H, W, K, OD, OH, OW, kd, kh,
 {epilogue}    tl.store(y_ptr + y_offs, {result}, mask=y_mask)
 '''
 
-HOST = '''def conv_out_size(n: int, k: int, s: int, p: int, d: int, op: int) -> int:
-    """Output length of a {what} along one dim (torch's rule)."""
-    {size}
-
-
-def conv(x: torch.Tensor, w: torch.Tensor, {params}stride: tuple, padding: tuple, dilation: tuple,
-         output_padding: tuple, groups: int{extra}) -> torch.Tensor:
-    """{what} of x by w as an implicit GEMM, as 3-D (absent dims: size 1, window 1)."""
-    nd = {nd}
-    x, w = x.contiguous(), w.contiguous()
-    N, C = x.shape[0], x.shape[1]
-    K = {channels}
-    out_sp = [conv_out_size(n, k, s, p, d, op) for n, k, s, p, d, op
-              in zip(x.shape[2:], w.shape[2:], stride, padding, dilation, output_padding)]
-    y = torch.empty(N, K, *out_sp, dtype={dtype}, device=x.device)
-    if y.numel() == 0:
-        return y
-    pad3 = lambda t, fill: [fill] * (3 - nd) + list(t)  # noqa: E731
-{prep}    OD, OH, OW = pad3(out_sp, 1)
+LAUNCH = '''{prep}    OD, OH, OW = pad3(out_sp, 1)
     grid = (triton.cdiv(N * OD * OH * OW, {bm}), groups * triton.cdiv(K // groups, {bn}))
     conv_kernel[grid](x, w, {ptrs}y, N, C, *pad3(x.shape[2:], 1), K, OD, OH, OW, *pad3(w.shape[2:], 1),
                       *pad3(stride, 1), *pad3(padding, 0), *pad3(dilation, 1), groups, {scalars}
@@ -122,16 +103,10 @@ _LOADS = {
 }
 
 
-def _tuple(ctx: Any, items: list[Expr]) -> str:
-    vals = [setting_expr(ctx, e) for e in items]
-    return f"({vals[0]},)" if len(vals) == 1 else f"({', '.join(vals)})"
-
-
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
-    transposed, nd = spec["transposed"], spec["nd"]
-    x, weight, bias = spec["x"], spec["weight"], spec["bias"]
+    transposed, x, bias = spec["transposed"], spec["x"], spec["bias"]
     writer = ExprWriter(ctx, {id(spec["conv"]): "acc"}, reserved=set(_RESERVED))
     names, loads, docs = [], [], []
     for leaf in spec["epilogue"]:
@@ -152,21 +127,14 @@ def render(match: Any, params: dict[str, Any]) -> str:
                            wshape="(C, K / groups, kd, kh, kw)" if transposed else "(K, C / groups, kd, kh, kw)",
                            docs="".join(f"\n    {d}" for d in docs), bias=bias_line,
                            epilogue="".join(loads) + "".join(f"    {line}\n" for line in writer.lines), result=result)
-    size = ("return (n - 1) * s - 2 * p + d * (k - 1) + op + 1" if transposed else
-            "return (n + 2 * p - d * (k - 1) - 1) // s + 1")
-    host = HOST.format(what="transposed convolution" if transposed else "convolution", size=size, nd=nd,
-                       params="b: torch.Tensor, " if bias is not None else "",
-                       extra="".join(f", {v}: torch.Tensor" for v in names) + "".join(f", {s}: float" for s in scalars),
-                       channels="w.shape[1] * groups" if transposed else "w.shape[0]",
-                       dtype=dtype_of(match.ctx.outputs[0].get("dtype")),
-                       prep="".join(f"    {v} = {v}.contiguous()\n" for v in names),
-                       ptrs="".join(p + ", " for p in (["b"] if bias is not None else []) + names),
-                       scalars="".join(s + ", " for s in scalars), bm=params["BLOCK_M"], bn=params["BLOCK_N"],
-                       bk=params["BLOCK_K"], warps=params["num_warps"], stages=params["num_stages"])
-    call = [ctx.leaf_arg(x), ctx.leaf_arg(weight), *([ctx.leaf_arg(bias)] if bias is not None else []),
-            _tuple(ctx, spec["stride"]), _tuple(ctx, spec["padding"]), _tuple(ctx, spec["dilation"]),
-            _tuple(ctx, spec["output_padding"]), setting_expr(ctx, spec["groups"]),
-            *(ctx.leaf_arg(leaf) for leaf in spec["epilogue"]), *writer.scalars.values()]
+    extra = "".join(f", {v}: torch.Tensor" for v in names) + "".join(f", {s}: float" for s in scalars)
+    host = conv_host.head(spec, " as an implicit GEMM", extra, dtype_of(match.ctx.outputs[0].get("dtype"))) + \
+        LAUNCH.format(prep="".join(f"    {v} = {v}.contiguous()\n" for v in names),
+                      ptrs="".join(p + ", " for p in (["b"] if bias is not None else []) + names),
+                      scalars="".join(s + ", " for s in scalars), bm=params["BLOCK_M"], bn=params["BLOCK_N"],
+                      bk=params["BLOCK_K"], warps=params["num_warps"], stages=params["num_stages"])
+    call = [*conv_host.call_args(ctx, spec), *(ctx.leaf_arg(leaf) for leaf in spec["epilogue"]),
+            *writer.scalars.values()]
     cls = model_class(ctx, [f"return conv({', '.join(call)})"],
                       "Same constructor, parameters and forward signature as the reference's Model.")
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...expr import Expr
-from ...match_layers import setting_expr
+from .. import conv_host
 from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 
@@ -110,33 +109,10 @@ TRANSPOSED_TAPS = {
     "inner": "for (int64_t iw = lo; iw < hi; iw++) yr[iw * sw - off] += wv * xr[iw];",
 }
 
-HOST = '''def conv_out_size(n: int, k: int, s: int, p: int, d: int, op: int) -> int:
-    """Output length of a {what} along one dim (torch's rule)."""
-    {size}
-
-
-def conv(x: torch.Tensor, w: torch.Tensor, {params}stride: tuple, padding: tuple, dilation: tuple,
-         output_padding: tuple, groups: int{extra}) -> torch.Tensor:
-    """{what} of x by w, as 3-D (absent dims: size 1, window 1), epilogue fused."""
-    nd = {nd}
-    x, w = x.contiguous(), w.contiguous()
-    N, C = x.shape[0], x.shape[1]
-    K = {channels}
-    out_sp = [conv_out_size(n, k, s, p, d, op) for n, k, s, p, d, op
-              in zip(x.shape[2:], w.shape[2:], stride, padding, dilation, output_padding)]
-    y = torch.empty(N, K, *out_sp, dtype=x.dtype, device=x.device)
-    if y.numel() == 0:
-        return y
-    pad3 = lambda t, fill: [fill] * (3 - nd) + list(t)  # noqa: E731
-{prep}    lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:], 1), K, *pad3(out_sp, 1), *pad3(w.shape[2:], 1),
+LAUNCH = '''{prep}    lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:], 1), K, *pad3(out_sp, 1), *pad3(w.shape[2:], 1),
        *pad3(stride, 1), *pad3(padding, 0), *pad3(dilation, 1), groups{scalars})
     return y
 '''
-
-
-def _tuple(ctx: Any, items: list[Expr]) -> str:
-    vals = [setting_expr(ctx, e) for e in items]
-    return f"({vals[0]},)" if len(vals) == 1 else f"({', '.join(vals)})"
 
 
 def render(match: Any, params: dict[str, Any]) -> str:
@@ -180,19 +156,11 @@ def render(match: Any, params: dict[str, Any]) -> str:
                          docs="".join(f"\n   {d}" for d in docs), simd=simd_pragma({}), finish="\n".join(finish),
                          **taps)
     c_source = prelude(helper_names(kernel)) + "\n\n" + INLINE + "\n\n" + kernel
-    size = ("return (n - 1) * s - 2 * p + d * (k - 1) + op + 1" if transposed else
-            "return (n + 2 * p - d * (k - 1) - 1) // s + 1")
-    host = HOST.format(what="transposed convolution" if transposed else "convolution", size=size, nd=nd, fn=fn,
-                       params="b: torch.Tensor, " if bias is not None else "",
-                       extra="".join(f", {o.strip(', ')}: torch.Tensor" for o in operands)
-                       + "".join(f", {s}: float" for s in scalars),
-                       channels="w.shape[1] * groups" if transposed else "w.shape[0]",
-                       prep="".join(prep), ptrs="b, " if bias is not None else "", operands="".join(operands),
-                       scalars="".join(f", {s}" for s in scalars))
-    call = [ctx.leaf_arg(x), ctx.leaf_arg(weight), *([ctx.leaf_arg(bias)] if bias is not None else []),
-            _tuple(ctx, spec["stride"]), _tuple(ctx, spec["padding"]), _tuple(ctx, spec["dilation"]),
-            _tuple(ctx, spec["output_padding"]), setting_expr(ctx, spec["groups"]), *forward_ops,
-            *writer.scalars.values()]
+    extra = "".join(f", {o.strip(', ')}: torch.Tensor" for o in operands) + "".join(f", {s}: float" for s in scalars)
+    host = conv_host.head(spec, "", extra, "x.dtype") + \
+        LAUNCH.format(fn=fn, prep="".join(prep), ptrs="b, " if bias is not None else "", operands="".join(operands),
+                      scalars="".join(f", {s}" for s in scalars))
+    call = [*conv_host.call_args(ctx, spec), *forward_ops, *writer.scalars.values()]
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
     doc = f"{match.kind} in C (offline engine, no LLM, backend cpu).\n\nParameters: {knobs}.\n"
     proto = f"void {fn}({', '.join(c_args)})"
