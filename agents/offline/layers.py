@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .expr import Expr, Unsupported
+from .expr import Expr, Unsupported, const
 
 Get = Callable[[int, str, Any], Any]  # (position, keyword, default) -> the call's argument
 
@@ -160,13 +160,42 @@ def channel_norm(kind: str, attrs: dict[str, Any], x: Expr, name: str, what: str
     """Batch, instance or group norm with the statistics the module computes in its mode:
     batch statistics in training mode (or without running stats), else the running ones."""
     running = kind != "group" and bool(attrs.get("track_running_stats")) and not attrs.get("training", True)
-    if running:
-        raise Unsupported(f"no family for {what} in eval mode (running statistics)")
     eps = attrs.get("eps")
     if not isinstance(eps, float):
         raise Unsupported(f"{name}: {what} without a reported eps")
+    if running:
+        return _running_norm(x, eps, name, what, param)
     groups = attrs.get("num_groups") if kind == "group" else 1
     if not isinstance(groups, int):
         raise Unsupported(f"{name}: {what} without a reported num_groups")
     return Expr("op", name, op="channel_norm", args=(x, param("weight"), param("bias")),
                 attrs={"kind": kind, "groups": groups, "eps": eps})
+
+
+def _per_channel(leaf: Expr, nd: int) -> Expr:
+    """A per-channel vector (C,) read as (1, C, 1, ...) to broadcast over an nd-dim input."""
+    return Expr(leaf.kind, leaf.name, shape=(1, leaf.shape[0]) + (1,) * (nd - 2), dtype=leaf.dtype, ref=leaf.ref,
+                index=leaf.index, attrs={"view": ("1", "{t}.shape[0]") + ("1",) * (nd - 2)})
+
+
+def _running_norm(x: Expr, eps: float, name: str, what: str, param: Callable[[str], Expr]) -> Expr:
+    """Eval mode: (x - running_mean) * rsqrt(running_var + eps) * weight + bias, channel by
+    channel -- a pointwise chain over the running buffers, read at run time (never baked in)."""
+    mean, var = param("running_mean"), param("running_var")
+    if mean.kind != "param" or var.kind != "param" or x.shape is None or len(x.shape) < 2:
+        raise Unsupported(f"{name}: {what} in eval mode without its running statistics or the input's shape")
+    nd, shape, n = len(x.shape), x.shape, iter(range(1, 6))
+
+    def op(kind: str, *args: Expr) -> Expr:
+        return Expr("op", f"{name}_{kind}{next(n)}", op=kind, args=args, shape=shape, dtype=x.dtype)
+
+    inv = Expr("op", f"{name}_rsqrt", op="rsqrt", shape=(1, shape[1]) + (1,) * (nd - 2), dtype=x.dtype,
+               args=(Expr("op", f"{name}_var_eps", op="add", args=(_per_channel(var, nd), const(eps)),
+                          shape=(1, shape[1]) + (1,) * (nd - 2), dtype=x.dtype),))
+    y = op("mul", op("sub", x, _per_channel(mean, nd)), inv)
+    weight, bias = param("weight"), param("bias")
+    if weight.kind == "param":
+        y = op("mul", y, _per_channel(weight, nd))
+    if bias.kind == "param":
+        y = op("add", y, _per_channel(bias, nd))
+    return y

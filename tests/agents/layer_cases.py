@@ -318,3 +318,33 @@ CROSS_ENTROPY = {
             return self.loss(x, t)
     """, "[torch.randn(9, 50), torch.randint(0, 50, (9,))]")),
 }
+
+# eval mode: the running statistics, a per-channel affine (alone: elementwise; after a conv: its epilogue)
+EVAL_NORM = {
+ "batch_norm3d_eval": ("elementwise", ref("""
+    class Model(nn.Module):
+        def __init__(self, features):
+            super().__init__()
+            self.bn = nn.BatchNorm3d(features, eps=1e-4)
+            with torch.no_grad():
+                self.bn.running_mean.uniform_(-2.0, 2.0)
+                self.bn.running_var.uniform_(0.2, 3.0)
+                self.bn.weight.uniform_(0.5, 1.5)
+            self.eval()
+        def forward(self, x):
+            return self.bn(x)
+    """, "[torch.randn(2, features, 3, 5, 7)]", "[features]", "features = 6")),
+ "conv_batch_norm_eval_relu": ("conv", ref("""
+    class Model(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.conv = nn.Conv2d(cin, cout, 3, padding=1)
+            self.bn = nn.BatchNorm2d(cout, affine=False)
+            with torch.no_grad():
+                self.bn.running_mean.uniform_(-1.0, 1.0)
+                self.bn.running_var.uniform_(0.5, 2.0)
+            self.eval()
+        def forward(self, x):
+            return torch.relu(self.bn(self.conv(x)))
+    """, "[torch.randn(2, cin, 12, 10)]", "[cin, cout]", "cin = 5\ncout = 7")),
+}

@@ -1,5 +1,6 @@
 """The layer families of the offline engine (convolutions, pooling, arg-reductions, scans,
-batch / instance / group norm, attention, triu / tril, cross entropy; norms and losses, written out into pipelines): every C
+batch / instance / group norm (training and eval mode), attention, triu / tril, cross
+entropy; norms and losses, written out into pipelines): every C
 parameter set and the first Triton ones checked against torch on the inline references of
 tests/agents/layer_cases.py (no judge; Triton in its interpreter, in a child process), and
 the bundled problems through the real judge on both backends. The bundled wrong solutions
@@ -18,7 +19,18 @@ import pytest
 from agents.offline import OfflineEngine, run_offline
 from sandbox import Judge
 from tests.agents.cpu_harness import QUICK, analyse, check, cpu_proposals
-from tests.agents.layer_cases import ARGREDUCE, ATTENTION, CHANNEL_NORM, COMPOSITE, CONV, CROSS_ENTROPY, POOLING, SCAN, TRIANGLE
+from tests.agents.layer_cases import (
+    ARGREDUCE,
+    ATTENTION,
+    CHANNEL_NORM,
+    COMPOSITE,
+    CONV,
+    CROSS_ENTROPY,
+    EVAL_NORM,
+    POOLING,
+    SCAN,
+    TRIANGLE,
+)
 from tests.agents.test_offline import ref
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +39,7 @@ CASES = {**{k: ("pooling" if k != "adaptive" else "reduction", v) for k, v in PO
          **{k: ("channel_norm", v) for k, v in CHANNEL_NORM.items()}, **{k: ("conv", v) for k, v in CONV.items()},
          **{k: ("pipeline", v) for k, v in COMPOSITE.items()},
          **{k: ("attention", v) for k, v in ATTENTION.items()}, **{k: ("triangle", v) for k, v in TRIANGLE.items()},
-         **CROSS_ENTROPY}
+         **CROSS_ENTROPY, **EVAL_NORM}
 EXACT = set(ARGREDUCE)  # indices: no tolerance
 BUNDLED = {
     "problems/level1/24_max_pool2d.py": "pooling",
@@ -42,6 +54,7 @@ BUNDLED = {
     "problems/level1/31_causal_attention.py": "attention",
     "problems/level1/32_tril_batched.py": "triangle",
     "problems/level1/33_cross_entropy_per_sample.py": "cross_entropy",
+    "problems/level1/34_batch_norm_eval.py": "elementwise",
 }
 
 TRITON_CHECK = """
