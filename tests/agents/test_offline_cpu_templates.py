@@ -76,6 +76,8 @@ CASES: dict[str, tuple[str, str]] = {
     "sum_rows": ("reduction", ref(fn("torch.sum(x, dim=-1)"), "[torch.randn(41, 1531) + 1]")),
     "amax_middle": ("reduction", ref(fn("torch.amax(x, dim=1)"), ODD)),
     "mean_outer_keepdim": ("reduction", ref(fn("x.mean(dim=(0, 1), keepdim=True)"), ODD)),
+    # a strided column walk longer than a flush block (64 rows) with a 4-row tail, and strips past TILE
+    "sum_middle_blocks": ("reduction", ref(fn("torch.sum(x, dim=1)"), "[torch.randn(2, 203, 300) + 1]")),
     "logsumexp_middle": ("reduction", ref(fn("torch.logsumexp(x, dim=1)"), "[torch.randn(3, 37, 19) * 20]")),
     "min_dims_0_2": ("reduction", ref(fn("torch.amin(x, dim=(0, 2))"), ODD)),
     # matmul with epilogues, transposes, batches, a vector

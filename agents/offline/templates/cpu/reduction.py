@@ -18,7 +18,7 @@ from .common import module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 
 PARAM_SPACE: list[dict[str, Any]] = [
-    {"schedule": "static", "acc": "double", "TILE": 64, "simdlen": 0},
+    {"schedule": "static", "acc": "double", "TILE": 256, "simdlen": 0},
     {"schedule": "static", "acc": "float", "TILE": 256, "simdlen": 16},
     {"schedule": "dynamic", "acc": "double", "TILE": 128, "simdlen": 8},
     {"schedule": "static", "acc": "float", "TILE": 64, "simdlen": 0},
@@ -68,12 +68,26 @@ void reduce_{op}_cols(const float* x, float* out, int64_t outer, int64_t red, in
     }}
 }}'''
 COLS_PLAIN = '''            {acc} a[{tile}];
+            float p[{tile}];
             {simd}
             for (int64_t i = 0; i < n; i++) a[i] = {init};
-            for (int64_t j = 0; j < red; j++) {{
-                const float* xj = xo + j * inner;
+            for (int64_t j0 = 0; j0 < red; j0 += KF_ROWS) {{
+                const int64_t j1 = red - j0 < KF_ROWS ? red : j0 + KF_ROWS;
                 {simd}
-                for (int64_t i = 0; i < n; i++) {{ const {acc} v = xj[i]; a[i] = {combine_i}; }}
+                for (int64_t i = 0; i < n; i++) p[i] = {init};
+                int64_t j = j0;
+                for (; j + 4 <= j1; j += 4) {{
+                    const float *x0 = xo + j * inner, *x1 = x0 + inner, *x2 = x1 + inner, *x3 = x2 + inner;
+                    {simd}
+                    for (int64_t i = 0; i < n; i++) p[i] = KF_COMB(KF_COMB(KF_COMB(KF_COMB(p[i], x0[i]), x1[i]), x2[i]), x3[i]);
+                }}
+                for (; j < j1; j++) {{
+                    const float* xj = xo + j * inner;
+                    {simd}
+                    for (int64_t i = 0; i < n; i++) p[i] = KF_COMB(p[i], xj[i]);
+                }}
+                {simd}
+                for (int64_t i = 0; i < n; i++) a[i] = KF_COMB(a[i], ({acc})p[i]);
             }}
             {simd}
             for (int64_t i = 0; i < n; i++) yo[i] = {finish_i};'''
@@ -122,8 +136,11 @@ def _kernel(op: str, layout: str, params: dict[str, Any]) -> str:
     init, combine, red_op, finish, what = OPS[op]
     if layout == "cols":
         body = COLS_PLAIN.format(acc=acc, tile=params["TILE"], simd=simd_pragma(params), init=init,
-                                 combine_i=_at_i(combine), finish_i=_at_i(finish))
-        return COLS.format(what=what, op=op, tile=params["TILE"], schedule=sched, body=body)
+                                 finish_i=_at_i(finish))
+        macro = re.sub(r"\bv\b", "(v)", re.sub(r"\ba\b", "(a)", combine))
+        return (f"/* rows are combined 4 at a time into float partials, flushed into the {acc} accumulators "
+                f"every KF_ROWS rows */\n#define KF_ROWS 64\n#define KF_COMB(a, v) ({macro})\n"
+                + COLS.format(what=what, op=op, tile=params["TILE"], schedule=sched, body=body))
     body = ROWS_PLAIN.format(acc=acc, init=init, combine=combine, finish=finish,
                              simd=simd_pragma(params, f"reduction({red_op}:a)"))
     return ROWS.format(what=what, op=op, schedule=sched, body=body)
