@@ -2,7 +2,7 @@
 
 The input is read in place as (outer, n, inner). With inner == 1 each row is one
 OpenMP iteration walking its n values in order (a scan is sequential along its
-dim); otherwise each iteration owns a TILE-wide strip of the contiguous inner
+dim) eight at a time, so the carried value takes one operation per eight; otherwise each iteration owns a TILE-wide strip of the contiguous inner
 dim and walks j, the vector loop over the strip carrying TILE running values.
 The running value is kept in ``acc`` (double by default: torch accumulates float
 scans in double on the CPU).
@@ -25,6 +25,27 @@ PARAM_SPACE: list[dict[str, Any]] = [
 KERNEL = '''/* y[o, j, i] = the running {what} of x[o, :, i] up to j ({direction}) over a contiguous
    (outer, n, inner) array. Each OpenMP iteration owns a strip of at most {tile} consecutive i. */
 void scan_{combine}(const float* x, float* y, int64_t outer, int64_t n, int64_t inner) {{
+    if (inner == 1) {{
+        /* along the last dim: one row per iteration, 8 values at a time -- their local running
+           {what}s first (independent of the carry), then the carry joins each, so the serial
+           chain through the carry is one operation per 8 values */
+        #pragma omp parallel for {schedule} if(outer * n > {par_min})
+        for (int64_t o = 0; o < outer; o++) {{
+            const float* xr = x + o * n;
+            float* yr = y + o * n;
+            {acc} a = {init};
+            int64_t s = 0;
+            for (; s + 8 <= n; s += 8) {{
+                {acc} p[8];
+                p[0] = xr[{j8}];
+                for (int k = 1; k < 8; k++) p[k] = p[k - 1] {op} xr[{j8k}];
+                for (int k = 0; k < 8; k++) yr[{j8k}] = (float)(a {op} p[k]);
+                a = a {op} p[7];
+            }}
+            for (; s < n; s++) {{ a {op}= xr[{j}]; yr[{j}] = (float)a; }}
+        }}
+        return;
+    }}
     const int64_t strips = (inner + {tile} - 1) / {tile};
     #pragma omp parallel for collapse(2) {schedule} if(outer * n * inner > {par_min})
     for (int64_t o = 0; o < outer; o++) {{
@@ -54,6 +75,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
                            direction="from the end" if reverse else "from the start", schedule=omp_schedule(params),
                            par_min=params["par_min"], acc=params["acc"], init="0" if combine == "sum" else "1",
                            j="n - 1 - s" if reverse else "s", simd=simd_pragma(params),
+                           j8="n - 1 - s" if reverse else "s", j8k="n - 1 - (s + k)" if reverse else "s + k",
                            op="+" if combine == "sum" else "*")
     proto = f"void scan_{combine}(const float* x, float* y, int64_t outer, int64_t n, int64_t inner)"
     host = [f"def cum{combine}(x: torch.Tensor) -> torch.Tensor:",
