@@ -2,9 +2,10 @@
 
 The input is read in place as (outer, n, inner). With inner == 1 each row is one
 OpenMP iteration walking its n values in order (a scan is sequential along its
-dim) eight at a time, so the carried value takes one operation per eight; otherwise each iteration owns a TILE-wide strip of the contiguous inner
-dim and walks j, the vector loop over the strip carrying TILE running values.
-The running value is kept in ``acc`` (double by default: torch accumulates float
+dim) eight at a time, so the carried value takes one operation per eight;
+otherwise each iteration owns a TILE-wide strip of the contiguous inner dim and
+walks j, the vector loop over the strip carrying TILE running values. The
+running value is kept in ``acc`` (double by default: torch accumulates float
 scans in double on the CPU).
 """
 
