@@ -220,6 +220,15 @@ CONV = {
         def forward(self, x):
             return torch.tanh(self.conv(x))
     """, "[torch.randn(1, cin, 3, 4, 3)]", "[cin, cout, kernel_size]", "cin = 3\ncout = 4\nkernel_size = 3"),
+ # stride 1, grouped, dilated: the implicit GEMM's first choice (its weight matrix is regrouped on the host)
+ "conv_transpose3d_unit_stride_grouped": ref("""
+    class Model(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.conv = nn.ConvTranspose3d(cin, cout, (2, 3, 3), padding=(0, 1, 2), dilation=(1, 2, 1), groups=2)
+        def forward(self, x):
+            return self.conv(x) * 0.5
+    """, "[torch.randn(2, cin, 3, 5, 9)]", "[cin, cout]", "cin = 6\ncout = 10"),
 }
 
 # norms and losses: written out by agents/offline/composite.py, covered through the pipeline

@@ -1,9 +1,15 @@
 """Convolution and transposed convolution, 1-3D, in C: any stride, padding, dilation,
 groups (depthwise included) and output padding, read at run time; the bias and the
-matched elementwise epilogue applied to each output row before it leaves the cache.
+matched elementwise epilogue applied to each output before it leaves the cache.
 
-Every convolution is computed as 3-D over (N, C, D, H, W) -- a 1-D or 2-D one has
-size-1 leading spatial dims and a window of 1 there. One OpenMP iteration owns a block
+Two algorithms: the implicit GEMM of conv_gemm.py, and the direct one below;
+``algorithm`` picks (``algo=auto``: the GEMM unless a group has too few output
+channels to fill the micro-kernel -- depthwise -- or the convolution is transposed
+with a stride, where most gathered taps would be zeros). Both compute every
+convolution as 3-D over (N, C, D, H, W) -- a 1-D or 2-D one has size-1 leading
+spatial dims and a window of 1 there.
+
+Direct: one OpenMP iteration owns a block
 of KB output channels of one group for one (sample, output depth); for each output row
 it walks the window, and for each tap runs one contiguous vector loop over the output
 positions whose input lies inside the row (their range computed once per tap), for
@@ -16,17 +22,21 @@ stride-th output (no division in the loop: 4x faster than dividing per element).
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 from .. import conv_host
+from . import conv_gemm
 from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
+from .gemm import ISA, MICRO
 from .mathlib import prelude
 
 PARAM_SPACE: list[dict[str, Any]] = [
-    {"KB": 4, "schedule": "static", "par_min": 65536},
-    {"KB": 8, "schedule": "dynamic", "chunk": 1, "par_min": 65536},
-    {"KB": 1, "schedule": "static", "par_min": 32768},
-    {"KB": 16, "schedule": "dynamic", "chunk": 1, "par_min": 131072},
+    {"algo": "auto", "KB": 4, "schedule": "static", "par_min": 65536},
+    {"algo": "direct", "KB": 8, "schedule": "dynamic", "chunk": 1, "par_min": 65536},
+    {"algo": "gemm", "schedule": "dynamic", "chunk": 2, "par_min": 32768},
+    {"algo": "direct", "KB": 16, "schedule": "dynamic", "chunk": 1, "par_min": 131072},
 ]
 
 DIMS = ("int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t K, int64_t OD, int64_t OH, int64_t OW, "
@@ -109,10 +119,90 @@ TRANSPOSED_TAPS = {
     "inner": "for (int64_t iw = lo; iw < hi; iw++) yr[iw * sw - off] += wv * xr[iw];",
 }
 
-LAUNCH = '''{prep}    lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:], 1), K, *pad3(out_sp, 1), *pad3(w.shape[2:], 1),
+LAUNCH = '''{prep}    lib.{fn}(x, {w}, {ptrs}y, {operands}N, C, *pad3(x.shape[2:], 1), K, *pad3(out_sp, 1), *pad3(w.shape[2:], 1),
        *pad3(stride, 1), *pad3(padding, 0), *pad3(dilation, 1), groups{scalars})
     return y
 '''
+
+
+@dataclass
+class _Epilogue:
+    """What the bias and the matched elementwise epilogue add to a conv kernel: its C
+    arguments after ``y``, the per-output loads and statements, the result expression,
+    and the host's and forward's side of the same operands."""
+
+    c_args: list[str]
+    docs: list[str]
+    operands: list[str]
+    prep: list[str]
+    forward_ops: list[str]
+    statements: list[str]
+    result: str
+    scalars: dict[str, str]
+
+
+def _epilogue(ctx: Any, spec: dict[str, Any], full_index: str, reserved: set[str]) -> _Epilogue:
+    """``full_index``: the C index of the output element (for operands of the output's shape)."""
+    writer = CWriter(ctx, {}, reserved=reserved)
+    out = _Epilogue([], [], [], [], [], [], "", {})
+    for leaf in spec["epilogue"]:
+        v = writer.name_for(leaf)
+        kind = spec["kinds"][id(leaf)]
+        out.c_args.append(f"const float* {v}_p")
+        out.operands.append(f"{v}, ")
+        out.prep.append(f"    {v} = {v}.contiguous()\n")
+        out.forward_ops.append(ctx.leaf_arg(leaf))
+        index = {"scalar": "0", "channel": "k", "full": full_index}[kind]
+        out.statements.append(f"const float {v} = {v}_p[{index}];")
+        out.docs.append(f"{v}_p: {leaf.ref}, " + {"scalar": "one value", "channel": "one value per output channel",
+                                                   "full": "the output's shape"}[kind])
+        writer.values[id(leaf)] = v
+    writer.values[id(spec["conv"])] = "acc"
+    out.result = writer.emit(spec["root"])
+    out.statements += writer.lines
+    out.scalars = dict(writer.scalars)
+    return out
+
+
+def _direct(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: _Epilogue, c_args: str) -> str:
+    bias = spec["bias"]
+    finish = ["                " + simd_pragma({}), "                for (int64_t ow = 0; ow < OW; ow++) {",
+              f"                    const float acc = yr[ow]{' + bias[k]' if bias is not None else ''};",
+              *(f"                    {line}" for line in ep.statements),
+              f"                    yr[ow] = {ep.result};", "                }"]
+    taps = TRANSPOSED_TAPS if spec["transposed"] else FORWARD_TAPS
+    kernel = HEAD.format(what=what, fn=fn, args=c_args, KB=int(params["KB"]),
+                         schedule=omp_schedule(params), par_min=int(params["par_min"]),
+                         wshape="(C, K / groups, kd, kh, kw)" if spec["transposed"] else "(K, C / groups, kd, kh, kw)",
+                         docs="".join(f"\n   {d}" for d in ep.docs), simd=simd_pragma({}), finish="\n".join(finish),
+                         **taps)
+    return prelude(helper_names(kernel)) + "\n\n" + INLINE + "\n\n" + kernel
+
+
+def _gemm(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: _Epilogue, c_args: str) -> str:
+    body = "\n".join(f"                        {line}" for line in ep.statements)
+    kernel = conv_gemm.kernel(spec["transposed"], what=what + " Implicit GEMM.", fn=fn, args=c_args,
+                              docs="".join(f"\n   {d}" for d in ep.docs), par_min=int(params["par_min"]),
+                              schedule=omp_schedule(params), simd=simd_pragma({}), epilogue=body,
+                              result=ep.result, bias=" + bias[k]" if spec["bias"] is not None else "")
+    return "\n\n".join([prelude(helper_names(kernel)), "#include <stdlib.h>", ISA, INLINE, MICRO, kernel])
+
+
+def algorithm(spec: dict[str, Any], params: dict[str, Any]) -> str:
+    """``direct`` or ``gemm``; ``auto`` takes the implicit GEMM when a group has enough output
+    channels to fill the micro-kernel's rows and the reduction is long enough, unless the
+    convolution is transposed with a stride (most of its gathered taps would be zeros)."""
+    algo = params.get("algo", "direct")
+    if algo != "auto":
+        return algo
+    w = spec["weight"].shape
+    groups = spec["groups_value"]
+    if w is None or not isinstance(groups, int):
+        return "direct"
+    taps = math.prod(w[2:])
+    kg, cg = (w[1], w[0] // groups) if spec["transposed"] else (w[0] // groups, w[1])
+    strided = spec["transposed"] and any(v != 1 for v in spec["stride_values"])
+    return "gemm" if kg >= 4 and cg * taps >= 8 and not strided else "direct"
 
 
 def render(match: Any, params: dict[str, Any]) -> str:
@@ -121,47 +211,33 @@ def render(match: Any, params: dict[str, Any]) -> str:
     transposed, nd = spec["transposed"], spec["nd"]
     x, weight, bias = spec["x"], spec["weight"], spec["bias"]
     require_float32(match.ctx.outputs[0].get("dtype"), x.dtype, weight.dtype, *(e.dtype for e in spec["epilogue"]))
-    fn = "conv_transpose_fwd" if transposed else "conv_fwd"
-    writer = CWriter(ctx, {}, reserved={"x", "w", "y", "yr", "xr", "k", "g", "a", "e", "ow", "iw", "oh", "od", "row", "acc",
-                                        "bias", "wv", "lo", "hi", "off", "blk", "k0", "k1", "cg", "kg", "nb", "work"})
-    c_args = ["const float* x", "const float* w", *(["const float* bias"] if bias is not None else []), "float* y"]
-    docs, operands, prep, forward_ops = [], [], [], []
-    loads = []
-    for leaf in spec["epilogue"]:
-        v = writer.name_for(leaf)
-        kind = spec["kinds"][id(leaf)]
-        c_args.append(f"const float* {v}_p")
-        operands.append(f"{v}, ")
-        prep.append(f"    {v} = {v}.contiguous()\n")
-        forward_ops.append(ctx.leaf_arg(leaf))
-        index = {"scalar": "0", "channel": "k", "full": "row * OW + ow"}[kind]
-        loads.append(f"const float {v} = {v}_p[{index}];")
-        docs.append(f"{v}_p: {leaf.ref}, " + {"scalar": "one value", "channel": "one value per output channel",
-                                               "full": "the output's shape"}[kind])
-        writer.values[id(leaf)] = v
-    writer.values[id(spec["conv"])] = "acc"
-    result = writer.emit(spec["root"])
-    scalars = list(writer.scalars)
-    c_args += [DIMS, *(f"float {s}" for s in scalars)]
-    finish = ["                " + simd_pragma({}), "                for (int64_t ow = 0; ow < OW; ow++) {",
-              f"                    const float acc = yr[ow]{' + bias[k]' if bias is not None else ''};",
-              *(f"                    {line}" for line in [*loads, *writer.lines]),
-              f"                    yr[ow] = {result};", "                }"]
-    taps = TRANSPOSED_TAPS if transposed else FORWARD_TAPS
+    algo = algorithm(spec, params)
+    fn = ("conv_transpose" if transposed else "conv") + ("_gemm" if algo == "gemm" else "_fwd")
+    reserved = {"x", "w", "wm", "y", "yr", "xr", "xc", "k", "g", "a", "e", "j", "p", "p0", "pp", "nj", "m0", "mr",
+                "ow", "iw", "ih", "id", "oh", "od", "row", "acc", "bias", "wv", "lo", "hi", "off", "blk", "k0", "k1",
+                "cg", "kg", "nb", "work", "bp", "tile", "tr", "dst", "zd", "zh", "zw", "T", "R", "P", "panels",
+                "a_rows", "okd", "okh", "okw", "qd", "qh", "qw"}
+    ep = _epilogue(ctx, spec, "row * P + p" if algo == "gemm" else "row * OW + ow", reserved)
+    c_args = ", ".join(["const float* x", "const float* wm" if algo == "gemm" else "const float* w",
+                        *(["const float* bias"] if bias is not None else []), "float* y", *ep.c_args, DIMS,
+                        *(f"float {s}" for s in ep.scalars)])
     what = (f"{'Transposed convolution' if transposed else 'Convolution'} ({nd}-D as 3-D), groups, "
             f"{'bias, ' if bias is not None else ''}epilogue: y = {match.kind}.")
-    kernel = HEAD.format(what=what, fn=fn, args=", ".join(c_args), KB=int(params["KB"]),
-                         schedule=omp_schedule(params), par_min=int(params["par_min"]),
-                         wshape="(C, K / groups, kd, kh, kw)" if transposed else "(K, C / groups, kd, kh, kw)",
-                         docs="".join(f"\n   {d}" for d in docs), simd=simd_pragma({}), finish="\n".join(finish),
-                         **taps)
-    c_source = prelude(helper_names(kernel)) + "\n\n" + INLINE + "\n\n" + kernel
-    extra = "".join(f", {o.strip(', ')}: torch.Tensor" for o in operands) + "".join(f", {s}: float" for s in scalars)
+    c_source = (_gemm if algo == "gemm" else _direct)(spec, fn, what, params, ep, c_args)
+    extra = "".join(f", {o.strip(', ')}: torch.Tensor" for o in ep.operands) + \
+        "".join(f", {s}: float" for s in ep.scalars)
+    weight_arg = "w"
+    prep = "".join(ep.prep)
+    if algo == "gemm" and transposed:  # (C, K/g, taps) -> (K, C/g * taps): rows of the weight matrix
+        prep += ("    wm = w.reshape(groups, C // groups, w.shape[1], -1).permute(0, 2, 1, 3)"
+                 ".reshape(K, -1).contiguous()\n")
+        weight_arg = "wm"
     host = conv_host.head(spec, "", extra, "x.dtype") + \
-        LAUNCH.format(fn=fn, prep="".join(prep), ptrs="b, " if bias is not None else "", operands="".join(operands),
-                      scalars="".join(f", {s}" for s in scalars))
-    call = [*conv_host.call_args(ctx, spec), *forward_ops, *writer.scalars.values()]
+        LAUNCH.format(fn=fn, prep=prep, w=weight_arg, ptrs="b, " if bias is not None else "",
+                      operands="".join(ep.operands), scalars="".join(f", {s}" for s in ep.scalars))
+    call = [*conv_host.call_args(ctx, spec), *ep.forward_ops, *ep.scalars.values()]
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
-    doc = f"{match.kind} in C (offline engine, no LLM, backend cpu).\n\nParameters: {knobs}.\n"
-    proto = f"void {fn}({', '.join(c_args)})"
+    doc = (f"{match.kind} in C (offline engine, no LLM, backend cpu), "
+           f"{'implicit GEMM' if algo == 'gemm' else 'direct'}.\n\nParameters: {knobs}.\n")
+    proto = f"void {fn}({c_args})"
     return module_source(doc, c_source, [proto], fn, [host], ctx, [f"return conv({', '.join(call)})"])
