@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -86,10 +87,12 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300, help="seconds per judge run")
     ap.add_argument("--summary-only", action="store_true")
     ap.add_argument("--redo", action="store_true", help="judge again the problems not verified before")
+    ap.add_argument("--match", default="", help="only problems whose file name matches this regular expression")
+    ap.add_argument("--again", action="store_true", help="judge the selected problems again, verified or not")
     args = ap.parse_args()
     lines = args.out.read_text().splitlines() if args.out.exists() else []
     latest = {r["problem"]: r for r in map(json.loads, lines)}  # the last record of a problem counts
-    seen = {k for k, r in latest.items() if r["verdict"] == "pass" or not args.redo}
+    seen = set() if args.again else {k for k, r in latest.items() if r["verdict"] == "pass" or not args.redo}
     if not args.summary_only:
         options = EvalOptions(device="cpu", timeout=args.timeout, memory_mb=6000)
         with Judge() as judge:
@@ -98,7 +101,7 @@ def main() -> None:
                 for path in paths[::args.every]:
                     key = f"{path.parent.name}/{path.stem}"
                     hit = args.cache / f"{path.parent.name}_{path.stem}.json"
-                    if key in seen or not hit.exists():
+                    if key in seen or not hit.exists() or not re.search(args.match, path.name):
                         continue
                     record = judged(judge, path, json.loads(hit.read_text()), args.backend, args.candidates, options)
                     print(json.dumps(record), flush=True)

@@ -5,8 +5,6 @@ one value per output channel, or whole tensors of the output's shape -- one kern
 
 from __future__ import annotations
 
-from typing import Any
-
 from .dag import check_elementwise, float_leaf
 from .expr import Expr
 from .match_layers import per_dim
@@ -47,13 +45,9 @@ def conv(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
             "padding": per_dim(ctx, raw.get("padding", 0), "padding", nd),
             "dilation": per_dim(ctx, raw.get("dilation", 1), "dilation", nd),
             "output_padding": per_dim(ctx, raw.get("output_padding", 0), "output_padding", nd),
-            "groups_value": groups, "stride_values": _values(raw.get("stride", 1), nd),
+            "groups_value": groups,
             "conv": cv, "root": root, "consts": [], "epilogue": epilogue, "kinds": kinds, "out_shape": out_shape}
     ops = [n.op for n in root.walk() if n.kind == "op" and n.op not in ("conv", "identity", "cast")]
     kind = ("conv_transpose" if transposed else "conv") + f"{nd}d" + "".join(f" + {o}" for o in dict.fromkeys(ops))
     return Match("conv", kind, ctx, spec)
 
-
-def _values(setting: Any, nd: int) -> tuple[Any, ...]:
-    """A setting as one value per dim (as reported: ints where the reference held ints)."""
-    return tuple(setting) if isinstance(setting, (list, tuple)) else (setting,) * nd

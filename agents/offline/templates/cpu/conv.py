@@ -4,8 +4,7 @@ matched elementwise epilogue applied to each output before it leaves the cache.
 
 Two algorithms: the implicit GEMM of conv_gemm.py, and the direct one below;
 ``algorithm`` picks (``algo=auto``: the GEMM unless a group has too few output
-channels to fill the micro-kernel -- depthwise -- or the convolution is transposed
-with a stride, where most gathered taps would be zeros). Both compute every
+channels to fill the micro-kernel, as depthwise ones). Both compute every
 convolution as 3-D over (N, C, D, H, W) -- a 1-D or 2-D one has size-1 leading
 spatial dims and a window of 1 there.
 
@@ -119,7 +118,7 @@ TRANSPOSED_TAPS = {
     "inner": "for (int64_t iw = lo; iw < hi; iw++) yr[iw * sw - off] += wv * xr[iw];",
 }
 
-LAUNCH = '''{prep}    lib.{fn}(x, {w}, {ptrs}y, {operands}N, C, *pad3(x.shape[2:], 1), K, *pad3(out_sp, 1), *pad3(w.shape[2:], 1),
+LAUNCH = '''{prep}    lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:], 1), K, *pad3(out_sp, 1), *pad3(w.shape[2:], 1),
        *pad3(stride, 1), *pad3(padding, 0), *pad3(dilation, 1), groups{scalars})
     return y
 '''
@@ -190,8 +189,7 @@ def _gemm(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: 
 
 def algorithm(spec: dict[str, Any], params: dict[str, Any]) -> str:
     """``direct`` or ``gemm``; ``auto`` takes the implicit GEMM when a group has enough output
-    channels to fill the micro-kernel's rows and the reduction is long enough, unless the
-    convolution is transposed with a stride (most of its gathered taps would be zeros)."""
+    channels to fill the micro-kernel's rows and the reduction is long enough (not depthwise)."""
     algo = params.get("algo", "direct")
     if algo != "auto":
         return algo
@@ -201,8 +199,7 @@ def algorithm(spec: dict[str, Any], params: dict[str, Any]) -> str:
         return "direct"
     taps = math.prod(w[2:])
     kg, cg = (w[1], w[0] // groups) if spec["transposed"] else (w[0] // groups, w[1])
-    strided = spec["transposed"] and any(v != 1 for v in spec["stride_values"])
-    return "gemm" if kg >= 4 and cg * taps >= 8 and not strided else "direct"
+    return "gemm" if kg >= 4 and cg * taps >= 8 else "direct"
 
 
 def render(match: Any, params: dict[str, Any]) -> str:
@@ -218,7 +215,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
                 "cg", "kg", "nb", "work", "bp", "tile", "tr", "dst", "zd", "zh", "zw", "T", "R", "P", "panels",
                 "a_rows", "okd", "okh", "okw", "qd", "qh", "qw"}
     ep = _epilogue(ctx, spec, "row * P + p" if algo == "gemm" else "row * OW + ow", reserved)
-    c_args = ", ".join(["const float* x", "const float* wm" if algo == "gemm" else "const float* w",
+    c_args = ", ".join(["const float* x", "const float* wm" if algo == "gemm" and not transposed else "const float* w",
                         *(["const float* bias"] if bias is not None else []), "float* y", *ep.c_args, DIMS,
                         *(f"float {s}" for s in ep.scalars)])
     what = (f"{'Transposed convolution' if transposed else 'Convolution'} ({nd}-D as 3-D), groups, "
@@ -226,14 +223,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
     c_source = (_gemm if algo == "gemm" else _direct)(spec, fn, what, params, ep, c_args)
     extra = "".join(f", {o.strip(', ')}: torch.Tensor" for o in ep.operands) + \
         "".join(f", {s}: float" for s in ep.scalars)
-    weight_arg = "w"
-    prep = "".join(ep.prep)
-    if algo == "gemm" and transposed:  # (C, K/g, taps) -> (K, C/g * taps): rows of the weight matrix
-        prep += ("    wm = w.reshape(groups, C // groups, w.shape[1], -1).permute(0, 2, 1, 3)"
-                 ".reshape(K, -1).contiguous()\n")
-        weight_arg = "wm"
     host = conv_host.head(spec, "", extra, "x.dtype") + \
-        LAUNCH.format(fn=fn, prep=prep, w=weight_arg, ptrs="b, " if bias is not None else "",
+        LAUNCH.format(fn=fn, prep="".join(ep.prep), ptrs="b, " if bias is not None else "",
                       operands="".join(ep.operands), scalars="".join(f", {s}" for s in ep.scalars))
     call = [*conv_host.call_args(ctx, spec), *ep.forward_ops, *ep.scalars.values()]
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
