@@ -58,3 +58,22 @@ def check_elementwise(root: Expr, out_shape: tuple[int, ...], stop: set[int], ma
         if not (masks and leaf.kind == "input" and leaf.dtype == "bool"):
             float_leaf(leaf, "operand")
     return found
+
+
+def epilogue_operands(root: Expr, anchor: Expr, out_shape: tuple[int, ...]) -> tuple[list[Expr], dict[int, str]]:
+    """The leaves of the elementwise chain from ``anchor`` (a convolution, a norm...) to
+    ``root``, each with how it is read per output element: ``scalar`` (one value),
+    ``channel`` (one value per channel, dim 1) or ``full`` (the output's shape)."""
+    if root is anchor:
+        return [], {}
+    epilogue = check_elementwise(root, out_shape, {id(anchor)})
+    kinds: dict[int, str] = {}
+    for leaf in epilogue:
+        float_leaf(leaf, "epilogue operand")
+        block = broadcast_block(tuple(leaf.shape or ()), out_shape)
+        kind = {(0, -1): "scalar", (1, 1): "channel", (0, len(out_shape) - 1): "full"}.get(block or (9, 9))
+        if kind is None:
+            raise NoMatch(f"epilogue operand {leaf.name} {list(leaf.shape or ())} is neither a scalar, one value per "
+                          "channel nor the whole output")
+        kinds[id(leaf)] = kind
+    return epilogue, kinds

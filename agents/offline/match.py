@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import ir, match_conv, match_layers, match_pipeline
+from . import ir, match_conv, match_layers, match_norm, match_pipeline
 from .dag import check_elementwise, float_leaf, leaves_of
 from .fingerprint import recognise
 from .ir import Expr, const
@@ -21,7 +21,7 @@ from .template_context import Context
 from .templates.common import broadcast_block
 
 # matchers of the layer families, tried after the core ones and before elementwise
-LAYERS = (match_conv.conv, match_layers.pooling, match_layers.arg_reduction, match_layers.scan, match_layers.channel_norm,
+LAYERS = (match_conv.conv, match_layers.pooling, match_layers.arg_reduction, match_layers.scan, match_norm.channel_norm,
           match_layers.attention, match_layers.triangle, match_layers.cross_entropy)
 INDICES = ("int64",)  # the outputs of INDEX_OPS
 INDEX_OPS = {"argreduce"}

@@ -5,12 +5,11 @@ one value per output channel, or whole tensors of the output's shape -- one kern
 
 from __future__ import annotations
 
-from .dag import check_elementwise, float_leaf
+from .dag import epilogue_operands, float_leaf
 from .expr import Expr
 from .match_layers import per_dim
 from .matches import FLOATS, Match, NoMatch
 from .template_context import Context
-from .templates.common import broadcast_block
 
 
 def conv(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
@@ -29,16 +28,7 @@ def conv(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     groups = raw.get("groups", 1)
     if not isinstance(groups, int) or groups < 1:
         raise NoMatch(f"groups {groups!r}")
-    epilogue = check_elementwise(root, out_shape, {id(cv)}) if root is not cv else []
-    kinds: dict[int, str] = {}
-    for leaf in epilogue:
-        float_leaf(leaf, "epilogue operand")
-        block = broadcast_block(tuple(leaf.shape or ()), out_shape)
-        kind = {(0, -1): "scalar", (1, 1): "channel", (0, nd + 1): "full"}.get(block or (9, 9))
-        if kind is None:
-            raise NoMatch(f"epilogue operand {leaf.name} {list(leaf.shape or ())} is neither a scalar, one value per "
-                          "channel nor the whole output")
-        kinds[id(leaf)] = kind
+    epilogue, kinds = epilogue_operands(root, cv, out_shape)
     spec = {"x": x, "weight": float_leaf(weight, "the weight"), "bias": bias if bias.kind == "param" else None,
             "nd": nd, "transposed": transposed, "groups": ctx.setting(groups, "groups"),
             "stride": per_dim(ctx, raw.get("stride", 1), "stride", nd),

@@ -15,7 +15,7 @@ from .matches import FLOATS, Match, NoMatch
 from .template_context import Context
 
 
-def _input(e: Expr, what: str) -> Expr:
+def forward_input(e: Expr, what: str) -> Expr:
     if e.kind != "input":
         raise NoMatch(f"the {what} input is computed ({e.op or e.kind} {e.name}), not a forward input")
     if e.dtype not in FLOATS:
@@ -45,7 +45,7 @@ def pooling(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     if root.kind != "op" or root.op != "pool":
         raise NoMatch("the output is not a max or average pooling")
     mode, nd, raw = root.attrs["mode"], root.attrs["nd"], dict(root.attrs["raw"])
-    x = _input(root.args[0], f"{mode} pool")
+    x = forward_input(root.args[0], f"{mode} pool")
     if len(x.shape or ()) not in (nd + 1, nd + 2):
         raise NoMatch(f"a {nd}-d pooling of a {len(x.shape or ())}-d tensor")
     if raw.get("divisor_override") is not None and not isinstance(raw["divisor_override"], int):
@@ -89,7 +89,7 @@ POOL_OUT_SIZE = '''def pool_out_size(n: int, k: int, s: int, p: int, d: int, cei
 def arg_reduction(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     if root.kind != "op" or root.op != "argreduce":
         raise NoMatch("the output is not an argmax or argmin")
-    x = _input(root.args[0], f"arg{root.attrs['which']}")
+    x = forward_input(root.args[0], f"arg{root.attrs['which']}")
     nd = len(x.shape or ())
     dim = root.attrs["dim"]
     spec = {"x": x, "which": root.attrs["which"], "dim": None if dim is None else _dim(dim, nd), "ndim": nd,
@@ -112,9 +112,9 @@ def scan(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
         if len(flips[0]) != 1 or len(flips[1]) != 1 or \
                 {_dim(flips[0][0], nd), _dim(flips[1][0], nd), _dim(e.attrs["dim"], nd)} != {_dim(flips[0][0], nd)}:
             raise NoMatch("the flips and the scan are not along one dim")
-        x = _input(inner.args[0], "reversed scan")
+        x = forward_input(inner.args[0], "reversed scan")
     elif e.kind == "op" and e.op == "scan":
-        x = _input(e.args[0], "scan")
+        x = forward_input(e.args[0], "scan")
     else:
         raise NoMatch("the output is not a cumsum or cumprod")
     nd = len(x.shape or ())
@@ -124,36 +124,13 @@ def scan(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     return Match("scan", kind, ctx, spec)
 
 
-def channel_norm(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
-    """Batch norm (per channel over batch and space), instance norm (per sample and channel
-    over space) and group norm (per sample and group over its channels and space), with
-    their biased variance and optional per-channel weight and bias."""
-    if root.kind != "op" or root.op != "channel_norm":
-        raise NoMatch("the output is not a batch, instance or group norm")
-    x = _input(root.args[0], root.attrs["kind"] + " norm")
-    shape = tuple(x.shape or ())
-    if len(shape) < 2:
-        raise NoMatch(f"a channel norm of a {len(shape)}-d tensor")
-    channels, groups = shape[1], root.attrs["groups"]
-    if channels % groups:
-        raise NoMatch(f"{channels} channels in {groups} groups")
-    weight, bias = (a if a.kind == "param" else None for a in root.args[1:3])
-    for p in (weight, bias):
-        if p is not None and tuple(p.shape or ()) != (channels,):
-            raise NoMatch(f"{p.name} is not one value per channel")
-    kind = root.attrs["kind"]
-    spec = {"x": x, "kind": kind, "groups": ctx.setting(groups, "num_groups") if kind == "group" else None,
-            "eps": ctx.setting(root.attrs["eps"], "eps"),
-            "weight": weight, "bias": bias, "out_shape": out_shape, "consts": []}
-    return Match("channel_norm", kind + "_norm", ctx, spec)
-
 
 def attention(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     """softmax(q k^T * scale) v over forward inputs q (..., L, E), k (..., S, E), v (..., S, Ev),
     the same leading dims (no broadcasting), plain or causal."""
     if root.kind != "op" or root.op != "attention":
         raise NoMatch("the output is not a scaled dot-product attention")
-    q, k, v = (_input(e, "attention") for e in root.args)
+    q, k, v = (forward_input(e, "attention") for e in root.args)
     qs, ks, vs = (tuple(e.shape or ()) for e in (q, k, v))
     if len(qs) < 2 or not (len(qs) == len(ks) == len(vs)) or not (qs[:-2] == ks[:-2] == vs[:-2]) \
             or qs[-1] != ks[-1] or ks[-2] != vs[-2]:
@@ -168,7 +145,7 @@ def triangle(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     product ``triu(A @ B)`` is a matmul stage, then this one)."""
     if root.kind != "op" or root.op != "triangle":
         raise NoMatch("the output is not a triu or tril")
-    x = _input(root.args[0], root.attrs["upper"] and "triu" or "tril")
+    x = forward_input(root.args[0], root.attrs["upper"] and "triu" or "tril")
     if len(x.shape or ()) < 2:
         raise NoMatch(f"{root.name}: triu / tril of a {len(x.shape or ())}-d tensor")
     spec = {"x": x, "upper": root.attrs["upper"], "diagonal": root.attrs["diagonal"], "out_shape": out_shape}
@@ -182,7 +159,7 @@ def cross_entropy(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match
     if root.kind != "op" or root.op != "xent_rows":
         raise NoMatch("the output is not a per-row cross-entropy term")
     x, t = root.args
-    x = _input(x, "cross-entropy logits")
+    x = forward_input(x, "cross-entropy logits")
     if t.kind != "input" or t.dtype != "int64":
         raise NoMatch(f"the cross-entropy targets {t.name} are not an int64 forward input")
     spec = {"x": x, "t": t, "ignore_index": root.attrs["ignore_index"], "out_shape": out_shape}

@@ -145,6 +145,25 @@ CHANNEL_NORM = {
         def forward(self, x):
             return self.gn(x)
     """, "[torch.randn(batch, features, 6, 7)]", "[features, num_groups]", "batch = 3\nfeatures = 12\nnum_groups = 4"),
+ # the epilogue: a pointwise tail over per-channel, whole-output and scalar operands, in the writing pass
+ "group_norm_epilogue": ref("""
+    class Model(nn.Module):
+        def __init__(self, features, groups):
+            super().__init__()
+            self.gn = nn.GroupNorm(groups, features)
+            self.scale = nn.Parameter(torch.randn(features, 1, 1))
+        def forward(self, x, r):
+            return torch.sigmoid(self.gn(x)) * self.scale + r * 0.5
+    """, "[torch.randn(3, features, 7, 9), torch.randn(3, features, 7, 9)]", "[features, groups]",
+    "features = 12\ngroups = 4"),
+ "batch_norm1d_gelu_clamp": ref("""
+    class Model(nn.Module):
+        def __init__(self, features):
+            super().__init__()
+            self.bn = nn.BatchNorm1d(features)
+        def forward(self, x):
+            return F.gelu(self.bn(x)).clamp(min=-0.1, max=2.0)
+    """, "[torch.randn(16, features)]", "[features]", "features = 40"),
  "batch_norm1d_affine_off": ref("""
     class Model(nn.Module):
         def __init__(self):

@@ -1,6 +1,7 @@
 """Batch, instance and group norm in C, with the statistics the reference computes in
 training mode: mean, then the centred (biased) variance, in double; then one pass
-writing (x - mean) / sqrt(var + eps), times the channel's weight, plus its bias.
+writing (x - mean) / sqrt(var + eps), times the channel's weight, plus its bias, then
+the matched elementwise epilogue, before the value's only store.
 
 The input is (N, C, S) with S the flattened spatial dims. Group / instance norm: each
 OpenMP iteration owns one (sample, group), a contiguous run of C/G * S values
@@ -12,8 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...match_layers import setting_expr
-from .common import module_source, omp_schedule, require_float32, simd_pragma
+from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
+
+_RESERVED = {"x", "w", "y", "xr", "yr", "r", "k", "c", "s", "n", "sum", "sq", "mean", "inv", "m", "scale", "shift",
+             "len", "cg", "d", "N", "C", "S", "G", "eps", "at", "acc"}
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"schedule": "static", "simdlen": 0, "par_min": 16384},
@@ -23,8 +27,8 @@ PARAM_SPACE: list[dict[str, Any]] = [
 ]
 
 GROUPS = '''/* Per (sample, group): statistics over its C/G channels of S values, then the affine per channel. */
-void group_norm(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, int64_t S,
-                int64_t G, double eps) {{
+void group_norm(const float* x, const float* w, const float* b, float* y, {extra}int64_t N, int64_t C, int64_t S,
+                int64_t G, double eps{scalars}) {{
     const int64_t cg = C / G, len = cg * S;
     #pragma omp parallel for {schedule} if(N * C * S > {par_min})
     for (int64_t r = 0; r < N * G; r++) {{
@@ -42,14 +46,20 @@ void group_norm(const float* x, const float* w, const float* b, float* y, int64_
             const int64_t c = (r % G) * cg + k;
             const float scale = inv * w[c], shift = b[c] - m * scale;
             {simd}
-            for (int64_t s = 0; s < S; s++) yr[k * S + s] = xr[k * S + s] * scale + shift;
+            for (int64_t s = 0; s < S; s++) {{
+                const int64_t at = r * len + k * S + s;
+                (void)at;
+                const float acc = xr[k * S + s] * scale + shift;
+{epilogue}
+                yr[k * S + s] = {result};
+            }}
         }}
     }}
 }}'''
 
 BATCH = '''/* Per channel: statistics over the N samples' S values, then the channel's affine. */
-void batch_norm(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, int64_t S,
-                int64_t G, double eps) {{
+void batch_norm(const float* x, const float* w, const float* b, float* y, {extra}int64_t N, int64_t C, int64_t S,
+                int64_t G, double eps{scalars}) {{
     (void)G;
     #pragma omp parallel for {schedule} if(N * C * S > {par_min})
     for (int64_t c = 0; c < C; c++) {{
@@ -72,7 +82,13 @@ void batch_norm(const float* x, const float* w, const float* b, float* y, int64_
             const float* xr = x + (n * C + c) * S;
             float* yr = y + (n * C + c) * S;
             {simd}
-            for (int64_t s = 0; s < S; s++) yr[s] = xr[s] * scale + shift;
+            for (int64_t s = 0; s < S; s++) {{
+                const int64_t at = (n * C + c) * S + s;
+                (void)at;
+                const float acc = xr[s] * scale + shift;
+{epilogue}
+                yr[s] = {result};
+            }}
         }}
     }}
 }}'''
@@ -82,33 +98,50 @@ def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
     weight, bias = spec["weight"], spec["bias"]
-    require_float32(match.ctx.outputs[0].get("dtype"), spec["x"].dtype, *(p.dtype for p in (weight, bias) if p))
+    require_float32(match.ctx.outputs[0].get("dtype"), spec["x"].dtype, *(p.dtype for p in (weight, bias) if p),
+                    *(e.dtype for e in spec["epilogue"]))
     kind = spec["kind"]
     fn = "batch_norm" if kind == "batch" else "group_norm"
+    writer = CWriter(ctx, {id(spec["norm"]): "acc"}, reserved=_RESERVED)
+    operands, loads = [], []
+    for leaf in spec["epilogue"]:
+        v = writer.name_for(leaf)
+        writer.values[id(leaf)] = v
+        operands.append(v)
+        index = {"scalar": "0", "channel": "c", "full": "at"}[spec["kinds"][id(leaf)]]
+        loads.append(f"const float {v} = {v}_p[{index}];")
+    result = writer.emit(spec["root"])
+    scalars = list(writer.scalars)
+    body = "\n".join(f"                {line}" for line in [*loads, *writer.lines])
     fmt = dict(schedule=omp_schedule(params), par_min=params["par_min"], simd=simd_pragma(params),
-               simd_sum=simd_pragma(params, "reduction(+:sum)"), simd_sq=simd_pragma(params, "reduction(+:sq)"))
+               simd_sum=simd_pragma(params, "reduction(+:sum)"), simd_sq=simd_pragma(params, "reduction(+:sq)"),
+               extra="".join(f"const float* {v}_p, " for v in operands),
+               scalars="".join(f", float {s}" for s in scalars), epilogue=body, result=result)
     kernel = (BATCH if kind == "batch" else GROUPS).format(**fmt)
-    proto = (f"void {fn}(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, int64_t S, "
-             "int64_t G, double eps)")
+    proto = (f"void {fn}(const float* x, const float* w, const float* b, float* y, {fmt['extra']}int64_t N, "
+             f"int64_t C, int64_t S, int64_t G, double eps{fmt['scalars']})")
     groups = "x.shape[1]" if kind == "instance" else "1" if kind == "batch" else "groups"
-    host = [f"def {kind}_norm(x: torch.Tensor, weight, bias, groups: int, eps: float) -> torch.Tensor:",
+    extra = "".join(f", {v}: torch.Tensor" for v in operands) + "".join(f", {s}: float" for s in scalars)
+    host = [f"def {kind}_norm(x: torch.Tensor, weight, bias, groups: int, eps: float{extra}) -> torch.Tensor:",
             f'    """{kind} norm of (N, C, ...) with training-mode statistics; weight / bias may be None."""',
             "    x = x.contiguous()",
             "    out = torch.empty_like(x)",
             "    weight = torch.ones(x.shape[1], dtype=x.dtype) if weight is None else weight.contiguous()",
             "    bias = torch.zeros(x.shape[1], dtype=x.dtype) if bias is None else bias.contiguous()",
+            *(f"    {v} = {v}.contiguous()" for v in operands),
             "    if out.numel():",
-            f"        lib.{fn}(x, weight, bias, out, x.shape[0], x.shape[1], math.prod(x.shape[2:]), {groups}, "
-            "float(eps))",
+            f"        lib.{fn}(x, weight, bias, out, {''.join(v + ', ' for v in operands)}x.shape[0], x.shape[1], "
+            f"math.prod(x.shape[2:]), {groups}, float(eps){''.join(', ' + s for s in scalars)})",
             "    return out"]
     w = ctx.param_access(weight.ref) if weight else "None"
     b = ctx.param_access(bias.ref) if bias else "None"
     g = setting_expr(ctx, spec["groups"]) if spec["groups"] is not None else "1"
     eps = ctx.scalar(spec["eps"])
     eps_expr = eps[1] if eps else repr(float(spec["eps"].value))
+    call = [ctx.forward_arg(spec["x"].index), w, b, g, eps_expr, *(ctx.leaf_arg(leaf) for leaf in spec["epilogue"]),
+            *writer.scalars.values()]
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
     doc = (f"{match.kind} (training-mode statistics) in C (offline engine, no LLM, backend cpu).\n\n"
            f"Parameters: {knobs}.\n")
-    return module_source(doc, prelude() + "\n\n" + kernel, [proto], fn, ["\n".join(host)], ctx,
-                         [f"return {kind}_norm({ctx.forward_arg(spec['x'].index)}, {w}, {b}, {g}, {eps_expr})"],
-                         uses_math=True)
+    return module_source(doc, prelude(helper_names(kernel)) + "\n\n" + INLINE + "\n\n" + kernel, [proto], fn,
+                         ["\n".join(host)], ctx, [f"return {kind}_norm({', '.join(call)})"], uses_math=True)
