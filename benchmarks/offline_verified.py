@@ -94,7 +94,9 @@ def main() -> None:
     latest = {r["problem"]: r for r in map(json.loads, lines)}  # the last record of a problem counts
     seen = set() if args.again else {k for k, r in latest.items() if r["verdict"] == "pass" or not args.redo}
     if not args.summary_only:
-        options = EvalOptions(device="cpu", timeout=args.timeout, memory_mb=6000)
+        # Triton on this CPU runs in its interpreter: correctness only, so the least timing
+        timing = {} if args.backend == "cpu" else {"timing_sets": 1, "time_reps": 1, "compile_baseline": False}
+        options = EvalOptions(device="cpu", timeout=args.timeout, memory_mb=6000, **timing)
         with Judge() as judge:
             for level in args.levels:
                 paths = sorted((args.suite / f"level{level}").glob("*.py"), key=lambda p: int(p.name.split("_")[0]))
