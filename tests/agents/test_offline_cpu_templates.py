@@ -78,6 +78,9 @@ CASES: dict[str, tuple[str, str]] = {
     "mean_outer_keepdim": ("reduction", ref(fn("x.mean(dim=(0, 1), keepdim=True)"), ODD)),
     # a strided column walk longer than a flush block (64 rows) with a 4-row tail, and strips past TILE
     "sum_middle_blocks": ("reduction", ref(fn("torch.sum(x, dim=1)"), "[torch.randn(2, 203, 300) + 1]")),
+    # a few long rows (to a scalar): each row shared by all threads
+    "sum_to_scalar": ("reduction", ref(fn("torch.sum(x)"), "[torch.randn(300, 301) + 1]")),
+    "logsumexp_two_long_rows": ("reduction", ref(fn("torch.logsumexp(x, dim=1)"), "[torch.randn(2, 40001) * 20]")),
     "logsumexp_middle": ("reduction", ref(fn("torch.logsumexp(x, dim=1)"), "[torch.randn(3, 37, 19) * 20]")),
     "min_dims_0_2": ("reduction", ref(fn("torch.amin(x, dim=(0, 2))"), ODD)),
     # matmul with epilogues, transposes, batches, a vector

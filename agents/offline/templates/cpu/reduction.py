@@ -3,7 +3,8 @@
 When the reduced dims are one block of consecutive dims the input is read in
 place as (outer, red, inner): inner == 1 (the last dims reduced) is a row
 reduction, one row per OpenMP iteration with a vectorised reduction over the
-row; otherwise each iteration owns a TILE-wide strip of the contiguous inner
+row (fewer than 4 rows -- a reduction to a scalar -- share each row among the threads);
+otherwise each iteration owns a TILE-wide strip of the contiguous inner
 dim and walks the reduced dim, so the vector loop stays contiguous. Other sets
 of dims are moved last (one copy) and reduced as rows. logsumexp takes the max
 first and sums exp(x - max), so it never overflows.
@@ -34,6 +35,14 @@ OPS = {
 
 ROWS = '''/* out[r] = {what} of row r of a contiguous (rows, red) matrix. */
 void reduce_{op}_rows(const float* x, float* out, int64_t rows, int64_t red) {{
+    if (rows < 4 && rows * red >= KF_PAR_MIN) {{
+        /* a few long rows (a reduction to a scalar): all threads share each row */
+        for (int64_t r = 0; r < rows; r++) {{
+            const float* xr = x + r * red;
+{few}
+        }}
+        return;
+    }}
     #pragma omp parallel for {schedule} if(rows * red >= KF_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {{
         const float* xr = x + r * red;
@@ -44,6 +53,17 @@ ROWS_PLAIN = '''        {acc} a = {init};
         {simd}
         for (int64_t j = 0; j < red; j++) {{ const {acc} v = xr[j]; a = {combine}; }}
         out[r] = {finish};'''
+ROWS_FEW = '''            {acc} a = {init};
+            #pragma omp parallel for simd reduction({red_op}:a)
+            for (int64_t j = 0; j < red; j++) {{ const {acc} v = xr[j]; a = {combine}; }}
+            out[r] = {finish};'''
+ROWS_FEW_LSE = '''            float m = -INFINITY;
+            #pragma omp parallel for simd reduction(max:m)
+            for (int64_t j = 0; j < red; j++) m = xr[j] > m ? xr[j] : m;
+            {acc} s = 0;
+            #pragma omp parallel for simd reduction(+:s)
+            for (int64_t j = 0; j < red; j++) s += kf_exp(xr[j] - m);
+            out[r] = isinf(m) ? m : m + (float)log((double)s);'''
 ROWS_LSE = '''        float m = -INFINITY;
         {simd_max}
         for (int64_t j = 0; j < red; j++) m = xr[j] > m ? xr[j] : m;
@@ -132,7 +152,7 @@ def _kernel(op: str, layout: str, params: dict[str, Any]) -> str:
             return COLS.format(what=what, op=op, tile=params["TILE"], schedule=sched, body=body)
         body = ROWS_LSE.format(acc=acc, simd_max=simd_pragma(params, "reduction(max:m)"),
                                simd_sum=simd_pragma(params, "reduction(+:s)"))
-        return ROWS.format(what=what, op=op, schedule=sched, body=body)
+        return ROWS.format(what=what, op=op, schedule=sched, body=body, few=ROWS_FEW_LSE.format(acc=acc))
     init, combine, red_op, finish, what = OPS[op]
     if layout == "cols":
         body = COLS_PLAIN.format(acc=acc, tile=params["TILE"], simd=simd_pragma(params), init=init,
@@ -143,7 +163,8 @@ def _kernel(op: str, layout: str, params: dict[str, Any]) -> str:
                 + COLS.format(what=what, op=op, tile=params["TILE"], schedule=sched, body=body))
     body = ROWS_PLAIN.format(acc=acc, init=init, combine=combine, finish=finish,
                              simd=simd_pragma(params, f"reduction({red_op}:a)"))
-    return ROWS.format(what=what, op=op, schedule=sched, body=body)
+    few = ROWS_FEW.format(acc=acc, init=init, combine=combine, finish=finish, red_op=red_op)
+    return ROWS.format(what=what, op=op, schedule=sched, body=body, few=few)
 
 
 def render(match: Any, params: dict[str, Any]) -> str:
