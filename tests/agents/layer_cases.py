@@ -239,6 +239,16 @@ CONV = {
         def forward(self, x):
             return torch.tanh(self.conv(x))
     """, "[torch.randn(1, cin, 3, 4, 3)]", "[cin, cout, kernel_size]", "cin = 3\ncout = 4\nkernel_size = 3"),
+ # rows of 86 outputs cut by 16-wide panels: a run of 4 at a row start, under the 6 leading
+ # columns a 7-wide transposed window leaves empty (the packing once wrote past its run)
+ "conv_transpose2d_short_runs": ref("""
+    class Model(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.conv = nn.ConvTranspose2d(cin, cout, (3, 7), bias=False)
+        def forward(self, x):
+            return self.conv(x)
+    """, "[torch.randn(1, cin, 3, 80)]", "[cin, cout]", "cin = 2\ncout = 4"),
  # stride 1, grouped, dilated: the implicit GEMM's first choice (its weight matrix is regrouped on the host)
  "conv_transpose3d_unit_stride_grouped": ref("""
     class Model(nn.Module):

@@ -27,6 +27,7 @@ FORWARD_ROW = """const int64_t id = od * sd - pd + a * dd, ih = oh * sh - ph + b
 FORWARD_COLS = """const int64_t off = e * dw - pw;
                         int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw, hi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;
                         lo = lo - ow0 < 0 ? 0 : lo - ow0; hi = hi - ow0 > len ? len : hi - ow0;
+                        if (lo > len) lo = len;
                         if (hi < lo) hi = lo;
                         for (int64_t jj = 0; jj < lo; jj++) ds[jj] = 0.0f;
                         {simd}
@@ -204,6 +205,7 @@ void {fn}({args}) {{
                         const float* xr = xc + (id * H + ih) * W;
                         int64_t lo = -off - qw0, hi = W - off - qw0;
                         lo = lo < 0 ? 0 : lo; hi = hi > len ? len : hi;
+                        if (lo > len) lo = len;
                         if (hi < lo) hi = lo;
                         for (int64_t jj = 0; jj < lo; jj++) dj[jj] = 0.0f;
                         {simd}
