@@ -248,7 +248,7 @@ CONV = {
             self.conv = nn.ConvTranspose2d(cin, cout, (3, 7), bias=False)
         def forward(self, x):
             return self.conv(x)
-    """, "[torch.randn(1, cin, 3, 80)]", "[cin, cout]", "cin = 2\ncout = 4"),
+    """, "[torch.randn(1, cin, 3, 80)]", "[cin, cout]", "cin = 2\ncout = 12"),
  # stride 1, grouped, dilated: the implicit GEMM's first choice (its weight matrix is regrouped on the host)
  "conv_transpose3d_unit_stride_grouped": ref("""
     class Model(nn.Module):
@@ -257,7 +257,7 @@ CONV = {
             self.conv = nn.ConvTranspose3d(cin, cout, (2, 3, 3), padding=(0, 1, 2), dilation=(1, 2, 1), groups=2)
         def forward(self, x):
             return self.conv(x) * 0.5
-    """, "[torch.randn(2, cin, 3, 5, 9)]", "[cin, cout]", "cin = 6\ncout = 10"),
+    """, "[torch.randn(2, cin, 3, 5, 9)]", "[cin, cout]", "cin = 6\ncout = 24"),
 }
 
 # norms and losses: written out by agents/offline/composite.py, covered through the pipeline
