@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..match_layers import setting_expr
-from .common import ExprWriter, helper_source, model_class, module_source, needs_upcast
+from .common import ExprWriter, helper_source, model_class, module_source, triton_epilogue
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK": 1024, "num_warps": 4},
@@ -79,15 +79,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
     kind, weight, bias = spec["kind"], spec["weight"], spec["bias"]
     block, warps = params["BLOCK"], params["num_warps"]
     writer = ExprWriter(ctx, {id(spec["norm"]): "acc"}, reserved=set(_RESERVED))
-    names, loads, docs = [], [], []
-    for leaf in spec["epilogue"]:
-        v = writer.name_for(leaf)
-        writer.values[id(leaf)] = v
-        names.append(v)
-        load = _LOADS[spec["kinds"][id(leaf)]].format(v=v)
-        loads.append(f"        {v} = {load}" + (".to(tl.float32)" if needs_upcast(leaf.dtype) else "") + "\n")
-        docs.append(f"{v}_ptr: {leaf.ref}, {spec['kinds'][id(leaf)]} operand of the epilogue")
-    result = writer.emit(spec["root"])
+    ep = triton_epilogue(writer, spec, _LOADS, "        ")
+    names, loads, docs, result = ep.names, ep.loads, ep.docs, ep.result
     scalars = list(writer.scalars)
     kernel = KERNEL.format(ptrs="".join(f"{v}_ptr, " for v in names), scalars="".join(f"{s}, " for s in scalars),
                            what=match.kind, docs="".join(f"\n    {d}" for d in docs), result=result,

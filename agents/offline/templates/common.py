@@ -231,3 +231,29 @@ def doc_lines(text: str, indent: str = "", width: int = 110) -> list[str]:
     """A long line of docstring text folded at spaces."""
     return textwrap.wrap(text, width - len(indent), break_long_words=False, break_on_hyphens=False,
                          subsequent_indent="    ") or [""]
+
+
+@dataclass
+class Epilogue:
+    """A Triton epilogue over an anchor's value ``acc``: the operands' names, their load
+    statements (``indent`` deep), their docstring lines, and the result expression."""
+
+    names: list[str]
+    loads: list[str]
+    docs: list[str]
+    result: str
+
+
+def triton_epilogue(writer: ExprWriter, spec: dict, loads: dict[str, str], indent: str) -> Epilogue:
+    """Loads each of ``spec["epilogue"]``'s leaves as ``loads[its kind]`` says (``{v}`` its
+    name), then writes the chain from them to ``spec["root"]``."""
+    out = Epilogue([], [], [], "")
+    for leaf in spec["epilogue"]:
+        v = writer.name_for(leaf)
+        writer.values[id(leaf)] = v
+        out.names.append(v)
+        load = loads[spec["kinds"][id(leaf)]].format(v=v)
+        out.loads.append(f"{indent}{v} = {load}" + (".to(tl.float32)" if needs_upcast(leaf.dtype) else "") + "\n")
+        out.docs.append(f"{v}_ptr: {leaf.ref}, {spec['kinds'][id(leaf)]} operand of the epilogue")
+    out.result = writer.emit(spec["root"])
+    return out

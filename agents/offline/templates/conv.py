@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import conv_host
-from .common import ExprWriter, dtype_of, helper_source, model_class, module_source, needs_upcast
+from .common import ExprWriter, dtype_of, helper_source, model_class, module_source, triton_epilogue
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2},
@@ -108,15 +108,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
     spec = match.spec
     transposed, x, bias = spec["transposed"], spec["x"], spec["bias"]
     writer = ExprWriter(ctx, {id(spec["conv"]): "acc"}, reserved=set(_RESERVED))
-    names, loads, docs = [], [], []
-    for leaf in spec["epilogue"]:
-        v = writer.name_for(leaf)
-        writer.values[id(leaf)] = v
-        names.append(v)
-        load = _LOADS[spec["kinds"][id(leaf)]].format(v=v)
-        loads.append(f"    {v} = {load}" + (".to(tl.float32)" if needs_upcast(leaf.dtype) else "") + "\n")
-        docs.append(f"{v}_ptr: {leaf.ref}, {spec['kinds'][id(leaf)]} operand of the epilogue")
-    result = writer.emit(spec["root"])
+    ep = triton_epilogue(writer, spec, _LOADS, "    ")
+    names, loads, docs, result = ep.names, ep.loads, ep.docs, ep.result
     scalars = list(writer.scalars)
     ptr_args = (["b_ptr"] if bias is not None else []) + [f"{v}_ptr" for v in names]
     bias_line = "    acc += tl.load(b_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]\n" \
