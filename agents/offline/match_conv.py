@@ -35,7 +35,6 @@ def conv(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
             "padding": per_dim(ctx, raw.get("padding", 0), "padding", nd),
             "dilation": per_dim(ctx, raw.get("dilation", 1), "dilation", nd),
             "output_padding": per_dim(ctx, raw.get("output_padding", 0), "output_padding", nd),
-            "groups_value": groups,
             "conv": cv, "root": root, "consts": [], "epilogue": epilogue, "kinds": kinds, "out_shape": out_shape}
     ops = [n.op for n in root.walk() if n.kind == "op" and n.op not in ("conv", "identity", "cast")]
     kind = ("conv_transpose" if transposed else "conv") + f"{nd}d" + "".join(f" + {o}" for o in dict.fromkeys(ops))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...match_layers import setting_expr
-from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
+from .common import INLINE, c_epilogue, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 
 _RESERVED = {"x", "w", "y", "xr", "yr", "r", "k", "c", "s", "n", "sum", "sq", "mean", "inv", "m", "scale", "shift",
@@ -102,21 +102,14 @@ def render(match: Any, params: dict[str, Any]) -> str:
                     *(e.dtype for e in spec["epilogue"]))
     kind = spec["kind"]
     fn = "batch_norm" if kind == "batch" else "group_norm"
-    writer = CWriter(ctx, {id(spec["norm"]): "acc"}, reserved=_RESERVED)
-    operands, loads = [], []
-    for leaf in spec["epilogue"]:
-        v = writer.name_for(leaf)
-        writer.values[id(leaf)] = v
-        operands.append(v)
-        index = {"scalar": "0", "channel": "c", "full": "at"}[spec["kinds"][id(leaf)]]
-        loads.append(f"const float {v} = {v}_p[{index}];")
-    result = writer.emit(spec["root"])
-    scalars = list(writer.scalars)
-    body = "\n".join(f"                {line}" for line in [*loads, *writer.lines])
+    ep = c_epilogue(ctx, spec, spec["norm"], {"scalar": "0", "channel": "c", "full": "at"}, _RESERVED)
+    operands = [o.strip(", ") for o in ep.operands]
+    scalars = list(ep.scalars)
+    body = "\n".join(f"                {line}" for line in ep.statements)
     fmt = dict(schedule=omp_schedule(params), par_min=params["par_min"], simd=simd_pragma(params),
                simd_sum=simd_pragma(params, "reduction(+:sum)"), simd_sq=simd_pragma(params, "reduction(+:sq)"),
-               extra="".join(f"const float* {v}_p, " for v in operands),
-               scalars="".join(f", float {s}" for s in scalars), epilogue=body, result=result)
+               extra="".join(f"{a}, " for a in ep.c_args),
+               scalars="".join(f", float {s}" for s in scalars), epilogue=body, result=ep.result)
     kernel = (BATCH if kind == "batch" else GROUPS).format(**fmt)
     proto = (f"void {fn}(const float* x, const float* w, const float* b, float* y, {fmt['extra']}int64_t N, "
              f"int64_t C, int64_t S, int64_t G, double eps{fmt['scalars']})")
@@ -138,8 +131,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
     g = setting_expr(ctx, spec["groups"]) if spec["groups"] is not None else "1"
     eps = ctx.scalar(spec["eps"])
     eps_expr = eps[1] if eps else repr(float(spec["eps"].value))
-    call = [ctx.forward_arg(spec["x"].index), w, b, g, eps_expr, *(ctx.leaf_arg(leaf) for leaf in spec["epilogue"]),
-            *writer.scalars.values()]
+    call = [ctx.forward_arg(spec["x"].index), w, b, g, eps_expr, *ep.forward_ops, *ep.scalars.values()]
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
     doc = (f"{match.kind} (training-mode statistics) in C (offline engine, no LLM, backend cpu).\n\n"
            f"Parameters: {knobs}.\n")

@@ -185,3 +185,42 @@ def simd_pragma(params: dict[str, object], extra: str = "") -> str:
     (16 floats on AVX2 = two registers per step: an unroll by two)."""
     n = int(params.get("simdlen", 0) or 0)  # type: ignore[call-overload]
     return "#pragma omp simd" + (f" simdlen({n})" if n else "") + (f" {extra}" if extra else "")
+
+
+@dataclass
+class CEpilogue:
+    """What a matched elementwise epilogue adds to a C kernel (a conv's, a norm's): its C
+    arguments after ``y``, the per-output loads and statements, the result expression,
+    and the host's and forward's side of the same operands."""
+
+    c_args: list[str]
+    docs: list[str]
+    operands: list[str]
+    prep: list[str]
+    forward_ops: list[str]
+    statements: list[str]
+    result: str
+    scalars: dict[str, str]
+
+
+def c_epilogue(ctx: Context, spec: dict, anchor: Expr, index: dict[str, str], reserved: set[str]) -> CEpilogue:
+    """The chain from ``anchor`` (read as ``acc``) to ``spec["root"]`` over ``spec["epilogue"]``'s
+    leaves; ``index``: the C index each kind of operand (scalar, channel, full) is read at."""
+    writer = CWriter(ctx, {}, reserved=reserved)
+    out = CEpilogue([], [], [], [], [], [], "", {})
+    for leaf in spec["epilogue"]:
+        v = writer.name_for(leaf)
+        kind = spec["kinds"][id(leaf)]
+        out.c_args.append(f"const float* {v}_p")
+        out.operands.append(f"{v}, ")
+        out.prep.append(f"    {v} = {v}.contiguous()\n")
+        out.forward_ops.append(ctx.leaf_arg(leaf))
+        out.statements.append(f"const float {v} = {v}_p[{index[kind]}];")
+        out.docs.append(f"{v}_p: {leaf.ref}, " + {"scalar": "one value", "channel": "one value per output channel",
+                                                   "full": "the output's shape"}[kind])
+        writer.values[id(leaf)] = v
+    writer.values[id(anchor)] = "acc"
+    out.result = writer.emit(spec["root"])
+    out.statements += writer.lines
+    out.scalars = dict(writer.scalars)
+    return out

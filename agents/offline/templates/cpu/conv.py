@@ -22,12 +22,11 @@ stride-th output (no division in the loop: 4x faster than dividing per element).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from .. import conv_host
 from . import conv_gemm
-from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
+from .common import INLINE, CEpilogue, c_epilogue, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .gemm import ISA, MICRO
 from .mathlib import prelude
 
@@ -124,46 +123,7 @@ LAUNCH = '''{prep}    lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:],
 '''
 
 
-@dataclass
-class _Epilogue:
-    """What the bias and the matched elementwise epilogue add to a conv kernel: its C
-    arguments after ``y``, the per-output loads and statements, the result expression,
-    and the host's and forward's side of the same operands."""
-
-    c_args: list[str]
-    docs: list[str]
-    operands: list[str]
-    prep: list[str]
-    forward_ops: list[str]
-    statements: list[str]
-    result: str
-    scalars: dict[str, str]
-
-
-def _epilogue(ctx: Any, spec: dict[str, Any], full_index: str, reserved: set[str]) -> _Epilogue:
-    """``full_index``: the C index of the output element (for operands of the output's shape)."""
-    writer = CWriter(ctx, {}, reserved=reserved)
-    out = _Epilogue([], [], [], [], [], [], "", {})
-    for leaf in spec["epilogue"]:
-        v = writer.name_for(leaf)
-        kind = spec["kinds"][id(leaf)]
-        out.c_args.append(f"const float* {v}_p")
-        out.operands.append(f"{v}, ")
-        out.prep.append(f"    {v} = {v}.contiguous()\n")
-        out.forward_ops.append(ctx.leaf_arg(leaf))
-        index = {"scalar": "0", "channel": "k", "full": full_index}[kind]
-        out.statements.append(f"const float {v} = {v}_p[{index}];")
-        out.docs.append(f"{v}_p: {leaf.ref}, " + {"scalar": "one value", "channel": "one value per output channel",
-                                                   "full": "the output's shape"}[kind])
-        writer.values[id(leaf)] = v
-    writer.values[id(spec["conv"])] = "acc"
-    out.result = writer.emit(spec["root"])
-    out.statements += writer.lines
-    out.scalars = dict(writer.scalars)
-    return out
-
-
-def _direct(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: _Epilogue, c_args: str) -> str:
+def _direct(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: CEpilogue, c_args: str) -> str:
     bias = spec["bias"]
     finish = ["                " + simd_pragma({}), "                for (int64_t ow = 0; ow < OW; ow++) {",
               f"                    const float acc = yr[ow]{' + bias[k]' if bias is not None else ''};",
@@ -178,7 +138,7 @@ def _direct(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep
     return prelude(helper_names(kernel)) + "\n\n" + INLINE + "\n\n" + kernel
 
 
-def _gemm(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: _Epilogue, c_args: str) -> str:
+def _gemm(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: CEpilogue, c_args: str) -> str:
     body = "\n".join(f"                        {line}" for line in ep.statements)
     kernel = conv_gemm.kernel(spec["transposed"], what=what + " Implicit GEMM.", fn=fn, args=c_args,
                               docs="".join(f"\n   {d}" for d in ep.docs), par_min=int(params["par_min"]),
@@ -194,13 +154,13 @@ def algorithm(spec: dict[str, Any], params: dict[str, Any]) -> str:
     if algo != "auto":
         return algo
     w = spec["weight"].shape
-    groups = spec["groups_value"]
+    groups = spec["groups"].value
     if w is None or not isinstance(groups, int):
         return "direct"
     taps = math.prod(w[2:])
     kg, cg = (w[1], w[0] // groups) if spec["transposed"] else (w[0] // groups, w[1])
     # measured over KernelBench's level-1 convolutions at fitted sizes (8-14 channels): the GEMM
-    # from 4 output channels per group gave a geomean of 0.87x eager, from 12 on only 0.65x
+    # from 4 output channels per group gave a geomean of 0.82x eager, from 12 on only 0.65x
     # (docs/benchmarks.md, issue 18 fourth session)
     return "gemm" if kg >= 4 and cg * taps >= 8 else "direct"
 
@@ -217,7 +177,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
                 "ow", "iw", "ih", "id", "oh", "od", "row", "acc", "bias", "wv", "lo", "hi", "off", "blk", "k0", "k1",
                 "cg", "kg", "nb", "work", "bp", "tile", "tr", "dst", "zd", "zh", "zw", "T", "R", "P", "panels",
                 "a_rows", "okd", "okh", "okw", "qd", "qh", "qw"}
-    ep = _epilogue(ctx, spec, "row * P + p" if algo == "gemm" else "row * OW + ow", reserved)
+    ep = c_epilogue(ctx, spec, spec["conv"], {"scalar": "0", "channel": "k",
+                                              "full": "row * P + p" if algo == "gemm" else "row * OW + ow"}, reserved)
     c_args = ", ".join(["const float* x", "const float* wm" if algo == "gemm" and not transposed else "const float* w",
                         *(["const float* bias"] if bias is not None else []), "float* y", *ep.c_args, DIMS,
                         *(f"float {s}" for s in ep.scalars)])
