@@ -241,8 +241,9 @@ class Judge:
             return result.finish([C.Check("compile", C.FAIL, str(parse_error))], CHECK_ORDER, started)
         # Read before the candidate runs; it still runs, so every other check reports too.
         native_rules = policy_native.check_sources(extracted.sources, candidate_name)
-        rules = C.policy_check(policy.findings(candidate, candidate_name, tree) + extracted.findings
-                               + [f for found in native_rules for f in found])
+        policy_found = policy.findings(candidate, candidate_name, tree) + extracted.findings \
+            + [f for found in native_rules for f in found]
+        rules = C.policy_check(policy_found)
         prebuilt: dict[str, str] = {}
         if extracted.sources:
             session = self.session(options.sandbox, device)
@@ -250,9 +251,10 @@ class Judge:
                 built = native_build.build_sources(
                     extracted.sources, session.ready.get("native"),
                     {i for i, found in enumerate(native_rules) if found},
-                    lambda job: self._run(options, device, job), device)
+                    lambda job: self._run(options, device, job), device, candidate_name)
             except SandboxError as exc:
                 raise ProblemError(f"the sandbox failed while building the native sources: {exc}") from exc
+            rules = C.policy_check(policy_found + built.findings)  # the policy on what compiled
             if built.errors:
                 return result.finish([C.Check("compile", C.FAIL, "\n".join(built.errors)[:6000]), rules],
                                      CHECK_ORDER, started)

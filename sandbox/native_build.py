@@ -7,6 +7,10 @@ only ``harness.run_build``: the compiler is the only thing that reads the
 untrusted text) sends back the library's bytes, and the judge stores them in
 its cache (``native_cache``), which candidates see read-only. The candidate's
 child then gets ``{source_key: path}`` and may load nothing else.
+
+Each build also reports facts about what compiled (``runner/native_inspect``):
+the source policy judges them (``native_inspect``) on every evaluation, from
+the cache too, and a source they reject is never handed to the candidate.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import native_cache
+from . import native_cache, native_inspect
 from .drivers.base import JobOutcome
 from .native_sources import NativeSource
 from .runner import native
@@ -25,6 +29,7 @@ from .runner import native
 class Built:
     prebuilt: dict[str, str] = field(default_factory=dict)  # source key -> library path
     errors: list[str] = field(default_factory=list)  # the compiler's messages, for the compile check
+    findings: list[str] = field(default_factory=list)  # the source policy on what compiled (source_policy)
     built_now: int = 0
 
 
@@ -33,9 +38,19 @@ def key_of(src: NativeSource, specs: dict[str, str] | None) -> str:
     return native.source_key(src.text, src.lang, (specs or {}).get(src.lang))
 
 
+def _judge(out: Built, key: str, src: NativeSource, path: str, facts: str | None, candidate: str) -> None:
+    found = native_inspect.check_facts(src, native_inspect.parse_facts(facts), candidate or src.filename)
+    if found:
+        out.findings += found
+        out.errors.append(f"{src.filename}: not built: the source policy rejected what compiled (see source_policy)")
+    else:
+        out.prebuilt[key] = path
+
+
 def build_sources(sources: list[NativeSource], specs: dict[str, str] | None, rejected: set[int],
-                  run: Callable[[dict[str, Any]], JobOutcome], device: str) -> Built:
-    """``rejected``: indices of sources the policy refused; they are not handed to the compiler."""
+                  run: Callable[[dict[str, Any]], JobOutcome], device: str, candidate: str = "") -> Built:
+    """``rejected``: indices of sources the text policy refused; they are not handed to the compiler.
+    ``candidate``: the candidate's file name, for the line numbers of findings."""
     out = Built()
     todo: dict[str, NativeSource] = {}
     for i, src in enumerate(sources):
@@ -45,7 +60,7 @@ def build_sources(sources: list[NativeSource], specs: dict[str, str] | None, rej
         key = key_of(src, specs)
         path = native_cache.lookup(key)
         if path:
-            out.prebuilt[key] = path
+            _judge(out, key, src, path, native_cache.cached_facts(key), candidate)
         else:
             todo[key] = src
     if not todo:
@@ -57,8 +72,10 @@ def build_sources(sources: list[NativeSource], specs: dict[str, str] | None, rej
     for frame in outcome.of_kind("built"):
         key = frame.get("key")
         lib = frame.get("lib")
-        if key in todo and key not in done and hasattr(lib, "numpy"):
-            out.prebuilt[key] = native_cache.store(key, lib.numpy().tobytes())
+        facts = frame.get("facts")
+        if key in todo and key not in done and hasattr(lib, "numpy") and isinstance(facts, str):
+            path = native_cache.store(key, lib.numpy().tobytes(), facts)
+            _judge(out, key, todo[key], path, facts, candidate)
             out.built_now += 1
             done.add(key)
     for frame in outcome.of_kind("build_error"):

@@ -5,14 +5,23 @@ the sandbox); sandboxes see it read-only: the docker driver mounts it
 read-only, and the process driver's isolated runner remounts every path but
 its scratch root read-only. Files are named by ``source_key`` and never
 change once written (written to a temporary name, then renamed).
+
+Next to each library (``KEY.so``) lies what the build's inspection found
+about the code that compiled (``KEY.facts.json``, see
+``runner/native_inspect``): a cached library is judged by the source policy
+like a fresh one, so a library without its facts (or with facts of another
+version) is no cache hit, and the facts are written before the library.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
 import tempfile
+
+from .runner.native_inspect import FACTS_VERSION
 
 _KEY = re.compile(r"^[0-9a-f]{32}$")
 
@@ -45,14 +54,27 @@ def path_for(key: str) -> str:
     return os.path.join(cache_dir(), f"{key}.so")
 
 
+def facts_path(key: str) -> str:
+    return path_for(key)[:-len(".so")] + ".facts.json"
+
+
+def cached_facts(key: str) -> str | None:
+    """The stored facts of ``key`` if they are of the current version (``runner/native_inspect``)."""
+    try:
+        with open(facts_path(key), encoding="utf-8") as f:
+            text = f.read()
+        return text if json.loads(text).get("v") == FACTS_VERSION else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def lookup(key: str) -> str | None:
+    """The library of a complete entry (library and current facts), else None."""
     path = path_for(key)
-    return path if os.path.isfile(path) else None
+    return path if os.path.isfile(path) and cached_facts(key) is not None else None
 
 
-def store(key: str, data: bytes) -> str:
-    target = path_for(key)
-    directory = ensure()
+def _write(target: str, directory: str, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -65,4 +87,12 @@ def store(key: str, data: bytes) -> str:
         except OSError:
             pass
         raise
+
+
+def store(key: str, data: bytes, facts: str) -> str:
+    """Stores the library and its facts (the facts first: a reader that finds the library finds them)."""
+    target = path_for(key)
+    directory = ensure()
+    _write(facts_path(key), directory, facts.encode("utf-8"))
+    _write(target, directory, data)
     return target

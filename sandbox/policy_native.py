@@ -147,6 +147,39 @@ def strip(text: str) -> str:
     return "".join(out)
 
 
+def splice(text: str) -> str:
+    """Backslash-newline splices joined (gcc also joins a backslash followed by
+    blanks); the newlines removed go to the end of the joined line, so every
+    token keeps the line its logical line starts on."""
+    out: list[str] = []
+    pending = 0
+    for physical in text.replace("\r\n", "\n").split("\n"):
+        joined = re.sub(r"\\[ \t]*$", "", physical)
+        out.append(joined)
+        if joined != physical:
+            pending += 1
+        else:
+            out.append("\n" * (pending + 1))
+            pending = 0
+    return "".join(out)[:-1]
+
+
+_DIGRAPHS = {"%:%:": "##  ", "%:": "# ", "<%": "{ ", "%>": "} ", "<:": "[ ", ":>": "] "}
+
+
+def digraphs(code: str, lang: str) -> str:
+    """Digraphs spelled as the tokens they are (same length; comments and literals already blanked).
+    In C++ ``<::`` not followed by ``:`` or ``>`` is ``<`` then ``::``."""
+    less_colon = r"<:(?!:(?![:>]))" if lang == "c++" else r"<:"
+    return re.sub(rf"%:%:|%:|<%|%>|{less_colon}|:>", lambda m: _DIGRAPHS[m.group(0)], code)
+
+
+def normalized(text: str, lang: str) -> tuple[str, str]:
+    """(raw, code): splices joined; in ``code`` comments and literals blanked and digraphs resolved."""
+    raw = splice(text)
+    return raw, digraphs(strip(raw), lang)
+
+
 def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
@@ -276,6 +309,13 @@ def _state(code: str) -> list[CFinding]:
     return found
 
 
+def _const_object(decl: str) -> bool:
+    """The declared object itself is const: ``const float t[]`` or ``float *const p``,
+    not ``const float *p`` (a pointer to const that the code may re-point)."""
+    tail = decl.rsplit("*", 1)[-1] if "*" in decl else decl
+    return bool(re.search(r"\b(const|constexpr)\b", tail))
+
+
 def _function_statics(text: str, offset: int, body: str, found: list[CFinding]) -> None:
     for m in re.finditer(r"\bstatic\b([^;{(=]*)", text):
         decl = m.group(1)
@@ -284,7 +324,7 @@ def _function_statics(text: str, offset: int, body: str, found: list[CFinding]) 
             # a static member/local function declaration, not a variable (``static void helper(...)``)
             continue
         line = _line_of(body, offset + m.start())
-        if re.search(r"\bconst(expr)?\b", decl):
+        if _const_object(decl):
             continue
         found.append(CFinding(line, f"static variable `{' '.join(decl.split())[:40]}` in a function: state kept "
                                     "between calls is not allowed (a result cache is a cheat)"))
@@ -311,19 +351,37 @@ def _top_statement(stmt: str, offset: int, body: str, defined: set[str], found: 
         found.append(CFinding(line, f"extern declaration `{' '.join(words)[:50]}`: reaches state outside the kernel"))
         return
     decl = s.split("=", 1)[0]
-    if re.search(r"\b(const|constexpr)\b", decl):
+    if _const_object(decl):
         return
     found.append(CFinding(line, f"file-scope variable `{' '.join(decl.split())[:50]}`: mutable state kept between "
                                 "calls is not allowed (a result cache is a cheat); make it const or a local"))
 
 
-def check_text(text: str, lang: str) -> list[CFinding]:
-    code = strip(text)
-    found = _directives(text, code, lang) + _attributes(code) + _names(code) + _state(code)
+def _unique(found: list[CFinding]) -> list[CFinding]:
     seen: dict[tuple[int, str], CFinding] = {}
     for f in found:
         seen.setdefault((f.line, f.text), f)
     return sorted(seen.values(), key=lambda f: f.line)
+
+
+def check_text(text: str, lang: str) -> list[CFinding]:
+    raw, code = normalized(text, lang)
+    return _unique(_directives(raw, code, lang) + _attributes(code) + _names(code) + _state(code))
+
+
+def check_preprocessed(tu: str, lang: str) -> list[CFinding]:
+    """The name rules on the user's tokens after ``gcc -E`` (macros expanded,
+    splices and digraphs resolved; ``runner/native_inspect.user_text``). The
+    only directives left there are pragmas (``_Pragma`` becomes one)."""
+    code = strip(tu)
+    found: list[CFinding] = []
+    for m in re.finditer(r"^[ \t]*#[ \t]*(\w*)([^\n]*)", code, re.M):
+        if m.group(1) != "pragma":
+            found.append(CFinding(_line_of(code, m.start()), f"#{m.group(1)}: directive not allowed in a kernel"))
+        elif not _PRAGMAS_OK.match(tu[m.start(2):m.end(2)]):
+            found.append(CFinding(_line_of(code, m.start()), f"#pragma{tu[m.start(2):m.end(2)].rstrip()[:60]}: "
+                                  "only OpenMP and loop/optimisation pragmas are allowed"))
+    return _unique(found + _attributes(code) + _names(_blank_directives(code)))
 
 
 def check_source(src: NativeSource, filename: str) -> list[str]:

@@ -7,9 +7,11 @@ numbers only; every comparison is made by the judge, never here.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import secrets
+import tempfile
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -218,18 +220,21 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
 
 def run_build(job: dict[str, Any], emit: Emit) -> None:
     """Compile the native sources the judge extracted (trusted code: only the
-    compiler reads the untrusted text) and send each library's bytes back;
-    the judge stores them where candidates can only read them."""
-    work = os.path.join(os.getcwd(), "native")
+    compiler reads the untrusted text) and send each library's bytes back with
+    the facts of what compiled (``native_inspect``: the judge's source policy
+    judges them); the judge stores both where candidates can only read them."""
+    work = tempfile.mkdtemp(prefix="native-")
     for src in job["sources"]:
         try:
-            path = native.build(src["text"], src["lang"], src["name"], cache_dir=work, key=src["key"])
+            path, facts = native.build_inspected(src["text"], src["lang"], src["name"], cache_dir=work,
+                                                 key=src["key"])
             with open(path, "rb") as f:
                 data = f.read()
         except native.NativeError as exc:
             emit({"kind": "build_error", "key": src["key"], "name": src["name"], "message": str(exc)})
             continue
-        emit({"kind": "built", "key": src["key"], "lib": torch.frombuffer(bytearray(data), dtype=torch.uint8)})
+        emit({"kind": "built", "key": src["key"], "lib": torch.frombuffer(bytearray(data), dtype=torch.uint8),
+              "facts": json.dumps(facts)})
 
 
 def run_candidate(job: dict[str, Any], emit: Emit) -> None:

@@ -50,6 +50,8 @@ from typing import Any
 
 import torch
 
+from . import native_inspect
+
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared")
 STD = {"c": "-std=gnu11", "c++": "-std=gnu++17"}
 # C only: a call of an undeclared function is an error, so a kernel reaches
@@ -201,30 +203,44 @@ def default_cache_dir() -> str:
 def build(source: str, lang: str = "c", name: str = "kernel", cache_dir: str | None = None,
           key: str | None = None) -> str:
     """Compiles ``source`` into a shared library (or finds it in the cache) and returns its path."""
+    return build_inspected(source, lang, name, cache_dir, key, inspect=False)[0]
+
+
+def _compile(cmd: list[str], cwd: str, what: str) -> None:
+    try:
+        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise NativeBuildError(f"{what}: the compiler took longer than {BUILD_TIMEOUT_S:.0f} s") from exc
+    except OSError as exc:
+        raise NativeBuildError(f"{cmd[0]} could not be started: {exc}") from exc
+    if done.returncode != 0:
+        raise NativeBuildError((done.stderr or done.stdout).strip()[:4000] or f"{cmd[0]} exited {done.returncode}")
+
+
+def build_inspected(source: str, lang: str = "c", name: str = "kernel", cache_dir: str | None = None,
+                    key: str | None = None, inspect: bool = True) -> tuple[str, dict[str, Any] | None]:
+    """``build``, and with ``inspect`` the facts of ``native_inspect`` about what
+    compiled (the object is inspected, then linked as it is into the library)."""
     key = key or source_key(source, lang)
     cache_dir = cache_dir or default_cache_dir()
     target = os.path.join(cache_dir, f"{key}.so")
-    if os.path.exists(target):
-        return target
+    if os.path.exists(target) and not inspect:
+        return target, None
     os.makedirs(cache_dir, mode=0o700, exist_ok=True)
     work = tempfile.mkdtemp(prefix="build-", dir=cache_dir)
     try:
-        src = os.path.join(work, re.sub(r"\W", "_", name) + SUFFIX[lang])
-        with open(src, "w", encoding="utf-8", errors="surrogatepass") as f:
+        src = re.sub(r"\W", "_", name) + SUFFIX[lang]
+        with open(os.path.join(work, src), "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(source)
-        cmd = [COMPILER[lang], *FLAGS, *STRICT[lang], STD[lang], "-o", "lib.so", os.path.basename(src)]
-        try:
-            done = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-        except subprocess.TimeoutExpired as exc:
-            raise NativeBuildError(f"{os.path.basename(src)}: the compiler took longer than {BUILD_TIMEOUT_S:.0f} s") from exc
-        except OSError as exc:
-            raise NativeBuildError(f"{COMPILER[lang]} could not be started: {exc}") from exc
-        if done.returncode != 0:
-            raise NativeBuildError((done.stderr or done.stdout).strip()[:4000] or f"{COMPILER[lang]} exited {done.returncode}")
+        compile_flags = [f for f in FLAGS if f != "-shared"] + [*STRICT[lang], STD[lang]]
+        _compile([COMPILER[lang], *compile_flags, "-c", "-o", "k.o", src], work, src)
+        facts = native_inspect.inspect_build(COMPILER[lang], compile_flags, lang, src, "k.o", work) \
+            if inspect else None
+        _compile([COMPILER[lang], *FLAGS, "-o", "lib.so", "k.o"], work, src)
         os.replace(os.path.join(work, "lib.so"), target)  # atomic: a reader never sees half a library
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return target
+    return target, facts
 
 
 # Set by the judge's runner before the candidate loads: source key -> library
