@@ -70,10 +70,7 @@ class Runner:
         job = msg["job"]
         unique = self.args.unique_uids and os.geteuid() == 0
         uid = random.randint(1 << 20, (1 << 30)) if unique else os.getuid()
-        scratch = tempfile.mkdtemp(dir=self.args.scratch_root, prefix="job-")
-        if unique:
-            os.chown(scratch, uid, uid)
-        os.chmod(scratch, 0o700)
+        scratch = job_dirs(self.args.scratch_root, uid if unique else None)
         read_fd, write_fd = os.pipe()
         try:  # 1 MB chunks instead of 64 KB: large frames (big tensors) cross in fewer reads
             fcntl.fcntl(write_fd, F_SETPIPE_SZ, 1 << 20)
@@ -105,11 +102,12 @@ class Runner:
             os.closerange(write_fd + 1, 1024)
             if unique:
                 os.chown(os.path.join(scratch, "log.txt"), uid, uid)
+            home = os.path.join(scratch, "home")
             for var in ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "XDG_CACHE_HOME",
                         "TORCHINDUCTOR_CACHE_DIR"):
-                os.environ[var] = scratch
-            tempfile.tempdir = scratch  # the runner may have cached another (inductor asks gettempdir)
-            os.chdir(scratch)
+                os.environ[var] = home
+            tempfile.tempdir = home  # the runner may have cached another (inductor asks gettempdir)
+            os.chdir(os.path.join(scratch, "cwd"))
             confine.confine_child(
                 uid, msg["memory_mb"], int(msg["timeout"]) + 5, msg["max_procs"],
                 limit_address_space=job["device"] == "cpu",
@@ -217,6 +215,22 @@ def _drain(fd: int, most: int = 64 << 20, within_s: float = 0.05) -> tuple[bytes
         chunks.append(data)
         got += len(data)
     return b"".join(chunks), False
+
+
+def job_dirs(scratch_root: str, uid: int | None) -> str:
+    """A job's directory, removed when the job ends: ``log.txt``; ``home``, the
+    child's own (HOME, TMPDIR, compiler caches); and ``cwd``, its working
+    directory, empty and not writable by it. Nothing a job writes outlives it,
+    and a file a job expects in its working directory is never there."""
+    scratch = tempfile.mkdtemp(dir=scratch_root, prefix="job-")
+    os.chmod(scratch, 0o711)
+    home = os.path.join(scratch, "home")
+    os.mkdir(home, 0o700)
+    os.mkdir(os.path.join(scratch, "cwd"), 0o555)
+    os.chmod(os.path.join(scratch, "cwd"), 0o555)
+    if uid is not None:
+        os.chown(home, uid, uid)
+    return scratch
 
 
 def _tail(path: str) -> str:
