@@ -35,9 +35,14 @@ def cache_dir() -> str:
         tempfile.gettempdir(), f"kforge-judge-baselines-{os.getuid()}")
 
 
+# Bumped when the way baselines are timed changes: frames timed the old way are not reused.
+TIMING_RULES = "one repetition per fresh input set, 64 MB single-thread flush"
+
+
 def key(source: str, sizes: dict[str, Any], machine: dict[str, Any], reps: int, compile_baseline: bool) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps({"sizes": sizes, "machine": machine, "reps": reps, "compile": compile_baseline},
+    h.update(json.dumps({"sizes": sizes, "machine": machine, "reps": reps, "compile": compile_baseline,
+                         "timing": TIMING_RULES},
                         sort_keys=True, default=str).encode())
     h.update(source.encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:32]

@@ -40,7 +40,7 @@ class EvalOptions:
     memory_mb: int = 4096
     max_procs: int = 64
     trials: int = 5
-    timing_sets: int = 2
+    timing_sets: int | None = None  # fresh input sets timed, one repetition each (None: as many as time_reps)
     time_reps: int | None = None
     compile_baseline: bool | None = None
     baseline_cache: bool = True  # native CPU timing: reuse baselines timed on this machine before
@@ -112,7 +112,11 @@ def perturbations(problem: Problem, large: bool = False) -> list[dict[str, int]]
     return ([odd] if odd == prop else [odd, prop]) + [grow]
 
 
-def plan_trials(problem: Problem, options: EvalOptions) -> list[dict[str, Any]]:
+def plan_trials(problem: Problem, options: EvalOptions, reps: int = 5) -> list[dict[str, Any]]:
+    """Correctness trials (default and perturbed sizes), then up to ``reps``
+    timing sets: one model (one seed), fresh inputs each -- every timed
+    repetition runs on a set of its own, which the reference's runner trims
+    to its memory and time budget (``timed.set_cap``)."""
     seed = lambda: secrets.randbelow(2**31 - 1)  # noqa: E731  (fresh at every evaluation)
     large = (input_bytes(problem) or 0) > LARGE_INPUT_BYTES
     trials = min(options.trials, LARGE_TRIALS) if large else options.trials
@@ -120,7 +124,8 @@ def plan_trials(problem: Problem, options: EvalOptions) -> list[dict[str, Any]]:
     plan += [{"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": c}
              for c in perturbations(problem, large)]
     shared = seed()
-    plan += [{"tag": "timing", "seed": shared, "input_seed": seed()} for _ in range(options.timing_sets)]
+    sets = reps if options.timing_sets is None else min(options.timing_sets, reps)
+    plan += [{"tag": "timing", "seed": shared, "input_seed": seed()} for _ in range(max(0, sets))]
     for i, spec in enumerate(plan):
         spec["index"] = i
     return plan
@@ -204,7 +209,6 @@ class Judge:
         started = time.monotonic()
         device = resolve_device(options.device)
         problem = load_problem(reference_name, reference)
-        plan = plan_trials(problem, options)
         try:
             tree = parse_source(candidate, candidate_name, require=("ModelNew",))
         except ProblemError as exc:
@@ -217,10 +221,11 @@ class Judge:
             (100 if device == "cuda" else NATIVE_CPU_REPS if native_cpu else 5)
         compile_baseline = options.compile_baseline if options.compile_baseline is not None else \
             (device == "cuda" or native_cpu)
+        plan = plan_trials(problem, options, reps)
         ref_job = {"role": "reference", "source": problem.run_source, "filename": reference_name, "device": device,
                    "trials": plan, "constants": sorted(problem.size_constants()), "defaults": problem.literal_dims,
                    "time_reps": reps, "compile_baseline": compile_baseline, "native_timing": native_cpu,
-                   "threads": options.threads}
+                   "threads": options.threads, "large": (input_bytes(problem) or 0) > LARGE_INPUT_BYTES}
         cached_key, cached = None, None
         if native_cpu:
             ref_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
@@ -235,6 +240,7 @@ class Judge:
             ref.frames.extend(cached)
         elif cached_key is not None and ref.finished:
             baseline_cache.store(cached_key, ref.of_kind("timing"))
+        plan = made_sets(plan, ref)
         ref_trials = reference_trials(ref, reference_name, plan)
         result = EvalResult(device=device, sandbox=options.sandbox, seeds=[p["input_seed"] for p in plan])
         if tree is None:
@@ -259,7 +265,8 @@ class Judge:
                 return result.finish([C.Check("compile", C.FAIL, "\n".join(built.errors)[:6000]), rules],
                                      CHECK_ORDER, started)
             prebuilt = built.prebuilt
-        cand_trials = [{**spec, **{k: ref_trials[i][k] for k in ("init_inputs", "inputs", "state_dict")}}
+        cand_trials = [{**spec, **{k: ref_trials[i][k] for k in ("init_inputs", "inputs", "state_dict")
+                                   if k in ref_trials[i]}}
                        for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
         cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,
                     "trials": cand_trials, "time_reps": reps, "native_prebuilt": prebuilt,
@@ -276,6 +283,13 @@ class Judge:
         result.work = C.provenance_check(plan, ref_trials, {f["index"]: f for f in cand.of_kind("trial")
                                                             if isinstance(f.get("index"), int)})[1]
         return result.finish(found, CHECK_ORDER, started)
+
+
+def made_sets(plan: list[dict[str, Any]], ref: JobOutcome) -> list[dict[str, Any]]:
+    """The plan without the timing sets the reference's runner did not make
+    (trimmed to its memory and time budget); they are the plan's last entries."""
+    made = {f.get("index") for f in ref.of_kind("trial")}
+    return [p for p in plan if p["tag"] != "timing" or p["index"] in made or not ref.finished]
 
 
 def analysis_of(outcome: JobOutcome, name: str) -> dict[str, Any]:
@@ -315,11 +329,20 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
     cand_trials = {f["index"]: f for f in cand.of_kind("trial") if isinstance(f.get("index"), int)}
     found = [C.Check("compile", C.PASS), C.signature_check(ref_loaded.get("signature", {}), loaded["signature"]),
              C.runtime_check(cand, options.timeout, options.memory_mb)]
-    found += C.trial_checks(plan, ref_trials, cand_trials, options.tolerance)
+    post = cand.first("post_timing")
+    found += [C.timed_inputs_check(c, post) if c.name == "inputs_unchanged" else c
+              for c in C.trial_checks(plan, ref_trials, cand_trials, options.tolerance)]
     timed = any(s["tag"] == "timing" for s in plan)
     if timed and cand.finished:
-        found.append(C.post_timing_check(plan, ref_trials, cand.first("post_timing"), options.tolerance))
+        found.append(C.post_timing_check(plan, ref_trials, post, options.tolerance))
         found.append(C.corroboration_check(cand, "candidate", device, enforce=native_cpu))
+        cand_timing = next((f for f in cand.of_kind("timing") if f.get("name") == "candidate"), None)
+        base = next((f for f in ref.of_kind("timing") if f.get("name") == "baseline_eager"), None)
+        parity = C.thread_parity_problem(cand_timing, (base or cand_timing or {}).get("threads")) \
+            if native_cpu else None
+        if parity:
+            found = [C.Check("no_stray_work", C.FAIL, f"{c.detail}; {parity}" if c.outcome == C.FAIL else parity)
+                     if c.name == "no_stray_work" else c for c in found]
     provenance, _ = C.provenance_check(plan, ref_trials, cand_trials, cand.first("post_timing"))
     found.append(provenance)
     found.append(C.ops_check(ref_trials, cand_trials))

@@ -52,6 +52,7 @@ _SUBMODULES: dict[str, str] = {
 _CALLS: dict[str, str] = {
     **dict.fromkeys(("exec", "eval", "compile", "__import__", "breakpoint"), "runs code built at run time"),
     **dict.fromkeys(("globals", "locals", "vars"), "reads namespaces it does not own"),
+    "id": "takes an object's memory address (a cache key or a raw pointer)",
 }
 # Attributes banned on any object: frames, code objects, module tables, heap walks.
 _ATTRS: dict[str, str] = {
@@ -60,6 +61,10 @@ _ATTRS: dict[str, str] = {
                      "get_objects", "get_referrers", "get_referents"), "walks frames or the heap"),
     **dict.fromkeys(("meta_path", "path_hooks"), "reads or rewrites the module table"),
     "_exit": "ends the process without returning (fake reports)",
+    **dict.fromkeys(("data_ptr", "storage", "_storage", "_cdata", "__array_interface__", "__cuda_array_interface__",
+                     "_base_ptr", "unsafe_ptr"),
+                    "takes a raw memory address: memory reaches a kernel only as a tensor argument, where the judge "
+                    "sees what it reads and writes"),
     **dict.fromkeys(("tolist", "numpy", "untyped_storage", "_typed_storage", "frombuffer", "from_numpy",
                      "from_dlpack", "__dlpack__", "from_file"),
                     "moves tensor values past torch's dispatcher (the judge records where output values come from)"),

@@ -57,8 +57,9 @@ def problems(ref_work: dict[str, Any], prov: dict[str, Any] | None) -> list[str]
             found.append(f"output {k} holds values made outside every recorded torch op and kernel "
                          "(dispatch switched off, numpy, or memory from an earlier call)")
         elif not o.get("kernel"):
-            found.append(f"output {k} was not written by any custom kernel: torch made its values "
-                         "(the kernels touch it only through control: a flag, a scale of 1, a zero added)")
+            found.append(f"output {k} was not written by any custom kernel in this call: torch made its values "
+                         "(the kernels touch it only through control: a flag, a scale of 1, a zero added), or a "
+                         "kernel that was handed it left it as it was")
     s = shares(ref_work, prov)
     if s["torch_share_flops"] > TORCH_SHARE_MAX:
         ops = sorted((s["torch"].get("by_op") or {}).items(), key=lambda kv: -kv[1][0])

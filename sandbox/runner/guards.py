@@ -93,20 +93,22 @@ class LaunchCounter:
     def _wrap_native_fn(self, fn: Any) -> Callable:
         counter = self
         name = f"native:{fn.__name__}"
-        ret = fn.proto.ret
 
         def counted_native(*args: Any) -> Any:
             counter._hit(name)
-            if counter.ablation is None:
+            prov = counter.provenance
+            if counter.ablation is None and prov is None:
+                return fn(*args)
+            fn.convert(args)  # argument errors before anything is touched
+            if counter.ablation is not None:
+                # The call runs for real (its return value is the real one: no
+                # sentinel to read); what it wrote is then poisoned.
                 result = fn(*args)
-                if counter.provenance is not None:
-                    counter.provenance.kernel_launch(args, fn.outputs(args))
+                counter.ablation.skip(fn.outputs(args))
                 return result
-            fn.convert(args)  # the same argument errors as a real call
-            counter.ablation.skip(fn.outputs(args))
-            if ret == "void":
-                return None
-            return float("nan") if ret in ("float", "double") else -0x5A5A5A5A
+            result, written = prov.native_call(lambda: fn(*args), fn.outputs(args))
+            prov.kernel_launch(args, written)
+            return result
 
         counted_native.__name__ = fn.__name__
         counted_native.__qualname__ = fn.__name__

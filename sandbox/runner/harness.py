@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import secrets
 import tempfile
 import threading
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from typing import Any
 
 import torch
 
-from . import guards, native, provenance, timing
+from . import guards, native, provenance, timed, timing
 from .loader import LoadError, describe, load_module, signature_of
 
 Emit = Callable[[dict[str, Any]], None]
@@ -97,38 +96,58 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
     defaults = {**(job.get("defaults") or {}),
                 **{k: module.__dict__[k] for k in job.get("constants", []) if k in module.__dict__}}
     sets: list[list[Any]] = []
-    model = None
+    warm: list[Any] | None = None
+    model = timing_model = None
+    planned = sum(1 for t in job["trials"] if t["tag"] == "timing")
+    cap = planned
     for index, trial in enumerate(job["trials"]):
+        if trial["tag"] == "timing" and len(sets) >= cap:
+            continue  # not needed: the judge times the sets that were made
         module.__dict__.update(defaults)
         module.__dict__.update(trial.get("constants") or {})
+        first_set = trial["tag"] == "timing" and timing_model is None
         try:
             seed_all(trial["seed"])
             init_inputs = list(module.get_init_inputs())
             trial = {**trial, "init_inputs": init_inputs}
-            model = build(module, "Model", trial, device)
+            # The timing sets share one model (one seed): built once.
+            model = timing_model if trial["tag"] == "timing" and timing_model is not None \
+                else build(module, "Model", trial, device)
             seed_all(trial["input_seed"])
             inputs = to_device(list(module.get_inputs()), device)
+            t0 = timing._perf_ns()
             with torch.no_grad():
                 out = model(*inputs)
             sync(device)
+            once_s = (timing._perf_ns() - t0) / 1e9
             structure, outputs, kinds = snapshot_outputs(out)
         except Exception as exc:
             emit({"kind": "trial", "index": index, "error": describe(exc, job["filename"])})
             continue
+        frame: dict[str, Any] = {"kind": "trial", "index": index, "inputs": to_cpu(inputs),
+                                 "structure": structure, "outputs": outputs, "kinds": kinds}
+        if trial["tag"] == "default" and warm is None:
+            warm = inputs
         if trial["tag"] == "timing":
             sets.append(inputs)
-        emit({
-            "kind": "trial", "index": index, "init_inputs": to_cpu(init_inputs), "inputs": to_cpu(inputs),
-            "state_dict": {k: _clone(_to(v, "cpu")) for k, v in model.state_dict().items()},
-            "structure": structure, "outputs": outputs, "kinds": kinds,
-            **record_ops(model, inputs, device),
-        })
+            if first_set:
+                timing_model = model
+                set_bytes = timed.nbytes(inputs) + timed.nbytes(outputs)
+                cap = timed.set_cap(planned, set_bytes, once_s, float(job.get("time_budget_s", 10.0)),
+                                    bool(job.get("large")))
+        if trial["tag"] != "timing" or first_set:
+            # Later timing sets share the first one's model, state and work.
+            frame.update(init_inputs=to_cpu(init_inputs),
+                         state_dict={k: _clone(_to(v, "cpu")) for k, v in model.state_dict().items()},
+                         **record_ops(model, inputs, device))
+        emit(frame)
     module.__dict__.update(defaults)
-    if sets and job.get("time_reps") and model is not None and not job.get("skip_baselines"):
-        emit_timing(job, emit, model, sets, "baseline_eager")
+    if sets and job.get("time_reps") and timing_model is not None and not job.get("skip_baselines"):
+        warm_inputs = warm if warm is not None else sets[0]
+        timed.emit_timing(job, emit, timing_model, sets, "baseline_eager", warm_inputs, lambda: sync(device))
         if job.get("compile_baseline"):
-            compiled = torch.compile(model)
-            emit_timing(job, emit, compiled, sets, "baseline_compile")
+            compiled = torch.compile(timing_model)
+            timed.emit_timing(job, emit, compiled, sets, "baseline_compile", warm_inputs, lambda: sync(device))
 
 
 def record_ops(model: torch.nn.Module, inputs: list[Any], device: str) -> dict[str, Any]:
@@ -139,83 +158,6 @@ def record_ops(model: torch.nn.Module, inputs: list[Any], device: str) -> dict[s
         model(*inputs)
     sync(device)
     return {"ops": recorder.ops, "work": provenance.reference_work(recorder)}
-
-
-PLAIN_PHASE_S = 0.4  # CPU: the span of plain calls the runner's clock times
-MAX_PLAIN_REPS = 20000
-
-
-def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
-                after: Callable[[int, Any], None] | None = None,
-                observe: tuple[int, Callable[[Any, list[Any]], Any]] | None = None) -> None:
-    """Time ``model`` over the input sets; frames around each phase let the
-    runner stamp them with a clock this process cannot reach. ``observe``
-    (rep, fn): timed repetition ``rep`` is made by ``fn(model, buffers)``
-    instead (the candidate's provenance recorded on one timed call)."""
-    device, reps, budget = job["device"], job["time_reps"], job.get("time_budget_s", 10.0)
-    meta: dict[str, Any] = {}
-    if device == "cuda":
-        timer: Callable[..., list[float]] = timing.time_cuda
-    else:
-        flush = timing.CacheFlush()
-        meta = {"cpu_model": timing.cpu_model(), "threads": torch.get_num_threads(), "flush_bytes": flush.bytes}
-
-        def timer(fn: Callable[[int], object], reps: int, budget: float, after: timing.Hook) -> list[float]:
-            # Triton's interpreter (not a real timing) keeps its single warm-up call.
-            warmup = timing.CPU_WARMUP_CALLS if job.get("native_timing") else 1
-            return timing.time_cpu(fn, reps, budget, after, flush, warmup)
-    # Fixed buffers whose contents change before every repetition: a result
-    # cached by buffer identity is stale, and the check after timing sees it.
-    buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
-    last: list[Any] = [None]
-    armed = [False]
-
-    def load(i: int) -> None:
-        for buf, src in zip(buffers, sets[i % len(sets)]):
-            if isinstance(buf, _Tensor):
-                _copy(buf, src)
-        sync(device)
-
-    def call(i: int) -> None:
-        if armed[0] and observe is not None:
-            armed[0] = False
-            last[0] = observe[1](model, buffers)
-        else:
-            last[0] = model(*buffers)
-
-    def between(i: int) -> None:
-        if after is not None:
-            sync(device)
-            after(i, last[0])
-        load(i + 1)
-        armed[0] = observe is not None and i + 1 == observe[0]
-
-    plain_reps = max(3, min(reps, 20))
-    with torch.no_grad():
-        load(0)
-        call(0)
-        sync(device)
-        if device == "cpu" and job.get("native_timing"):
-            # Enough plain calls that the runner's clock (which stamps frames
-            # as it reads them, on a shared machine) sees a span far longer
-            # than its own scheduling jitter. The first call (pool start-up,
-            # page faults) is not the estimate: the fastest of three after it is.
-            once_s = 1.0
-            for _ in range(3):
-                t0 = timing._perf_ns()
-                call(0)
-                once_s = min(once_s, (timing._perf_ns() - t0) / 1e9)
-            plain_reps = int(min(max(plain_reps, PLAIN_PHASE_S / max(once_s, 1e-6)), MAX_PLAIN_REPS))
-        emit({"kind": "phase", "name": f"{label}:null_start"})
-        timing.run_plain(lambda i: None, plain_reps, device)
-        emit({"kind": "phase", "name": f"{label}:null_end"})
-        emit({"kind": "phase", "name": f"{label}:plain_start"})
-        timing.run_plain(call, plain_reps, device)
-        emit({"kind": "phase", "name": f"{label}:plain_end", "reps": plain_reps})
-        load(0)
-        times = timer(call, reps, budget, between)
-    emit({"kind": "timing", "name": label, "times_ms": times, "plain_reps": plain_reps,
-          "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL, **meta})
 
 
 def run_build(job: dict[str, Any], emit: Emit) -> None:
@@ -256,11 +198,15 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
     uid = os.getuid()
     native_before = None
     sets: list[list[Any]] = []
+    warm: list[Any] | None = None
     timing_model = None
     for index, trial in enumerate(job["trials"]):
         frame: dict[str, Any] = {"kind": "trial", "index": trial.get("index", index)}
         try:
             inputs = to_device(trial["inputs"], device)
+            if trial["tag"] == "default" and warm is None:
+                # The timed pass warms up on these (seen already): every timed set stays new.
+                warm = [_clone(v) if isinstance(v, _Tensor) else v for v in inputs]
             if trial["tag"] == "timing":
                 sets.append(inputs)
                 timing_model = timing_model or build(module, "ModelNew", trial, device)
@@ -268,7 +214,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             model = build(module, "ModelNew", trial, device)
             # Every correctness trial runs under the same recorder (no call is singled out).
             recorder = provenance.Provenance(launches, inputs + list(model.parameters()) + list(model.buffers()),
-                                             provenance.reachable_tensors(model, module))
+                                             provenance.reachable_tensors(model, module), canary=True)
             threads_before = {t.ident for t in threading.enumerate()}
             native_start = guards.native_thread_count()
             launched = launches.count
@@ -293,46 +239,39 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             native_before = native_after
             if index == 0:
                 again_inputs = to_device(trial["inputs"], device)
-                # Under a recorder like every correctness call, so the rerun looks like any other.
-                with torch.no_grad(), provenance.Provenance(launches, again_inputs + list(model.parameters())):
+                # Under a recorder like every correctness call, so the rerun looks like any other;
+                # its outputs must be this call's kernel writes too (not a result kept from the first).
+                rerun = provenance.Provenance(launches, again_inputs + list(model.parameters()) + list(model.buffers()),
+                                              provenance.reachable_tensors(model, module), canary=True)
+                with torch.no_grad(), rerun:
                     again = model(*again_inputs)
                 sync(device)
                 frame["rerun_outputs"] = snapshot_outputs(again)[1]
+                frame["rerun_provenance"] = rerun.summary(again)
         except Exception as exc:
             frame["error"] = describe(exc, filename)
         emit(frame)
     if sets and timing_model is not None and job.get("time_reps"):
-        kept: dict[int, Any] = {}
-        sums: list[list[Any]] = []
+        params = list(timing_model.parameters()) + list(timing_model.buffers())
 
-        def keep(i: int, out: Any) -> None:
-            kept[i % len(sets)] = snapshot_outputs(out)
-            sums.append([i % len(sets), guards.checksums(kept[i % len(sets)][1])])
+        def record(model: Any, args: list[Any]) -> provenance.Provenance:
+            # What the model holds now (buffers it made on an earlier call included).
+            return provenance.Provenance(launches, list(args) + params, provenance.reachable_tensors(model, module))
 
-        watched: dict[str, Any] = {}
+        def snapshot(out: Any) -> tuple[str, list[Any]]:
+            structure, outs, _ = snapshot_outputs(out)
+            return structure, outs
 
-        def observe(model: Any, args: list[Any]) -> Any:
-            recorder = provenance.Provenance(launches, list(args) + list(model.parameters()) + list(model.buffers()),
-                                             provenance.reachable_tensors(model, module))
-            with recorder:
-                out = model(*args)
-            watched.update(recorder.summary(out))
-            return out
-
-        # One timed repetition, drawn here where the candidate cannot see it, is
-        # recorded like a correctness call: the timed calls are not unobserved.
-        reps = int(job["time_reps"])
-        rep = 1 + secrets.randbelow(max(1, min(reps, timing.CPU_MIN_REPS) - 1)) if reps >= 2 else -1
-        emit_timing(job, emit, timing_model, sets, "candidate", after=keep, observe=(rep, observe))
-        if watched:
-            watched["set"] = rep % len(sets)
-        emit({"kind": "post_timing", "outputs": [kept[i][1] for i in sorted(kept)], "provenance": watched or None,
-              "structures": [kept[i][0] for i in sorted(kept)], "rep_sums": sums,
+        watch = timed.Watch(record, lambda rec, out: rec.summary(out) if rec is not None else {}, snapshot)
+        timed.emit_timing(job, emit, timing_model, sets, "candidate", warm if warm is not None else sets[0],
+                          lambda: sync(device), watch)
+        emit({"kind": "post_timing", "outputs": watch.outputs, "structures": watch.structures,
+              "provenance_reps": watch.provenance, "inputs_changed": watch.inputs_changed,
               "tamper": guard.changed() + list(dict.fromkeys(evasion.events)), "launches": launches.count,
               "launch_names": dict(launches.names)})
     # Last, so that nothing it leaves behind can touch another check.
-    timed = bool(sets and timing_model is not None and job.get("time_reps"))
-    last = ablation(job, module, launches, timing_model if timed else None)
+    was_timed = bool(sets and timing_model is not None and job.get("time_reps"))
+    last = ablation(job, module, launches, timing_model if was_timed else None)
     last["launch_names"] = dict(launches.names)
     emit(last)
 

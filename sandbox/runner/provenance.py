@@ -34,13 +34,15 @@ Runs inside the sandbox: standard library and torch only.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import _disable_current_modes as _outside_modes  # bound before any candidate
 
-from .guards import _MADE, _STRUCTURAL, LaunchCounter, _storage
+from .guards import _FRESH, _MADE, _STRUCTURAL, LaunchCounter, _storage
 
 UNRECORDED = -1  # label element: made outside every recorded op and kernel
 
@@ -144,15 +146,29 @@ def _returns_fresh(func: Any) -> bool:
         return True
 
 
+_GEN: list[torch.Generator] = []
+
+
+def _canaries() -> torch.Generator:
+    """A generator of its own (the candidate's RNG stream stays as torch's), seeded from the OS."""
+    if not _GEN:
+        _GEN.append(torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1))
+    return _GEN[0]
+
+
 class Provenance(TorchDispatchMode):
     """Records one forward call's ops, costs and data flow (see the module docstring).
 
     ``ops`` counts the aten ops run, as the op recorder always has (structural
     ops and the Triton interpreter's own ops left out)."""
 
-    def __init__(self, launches: LaunchCounter | None, keep: Iterable[Any] = (), before: Iterable[Any] = ()) -> None:
+    def __init__(self, launches: LaunchCounter | None, keep: Iterable[Any] = (), before: Iterable[Any] = (),
+                 canary: bool = False) -> None:
         super().__init__()
         self.launches = launches
+        # Native calls: which buffers the kernel really wrote (``native_call``), not what its prototype allows.
+        self.canary = canary
+        self.fresh: set[int] = set()  # storages allocated uninitialised in this call and not written since
         self.ops: dict[str, int] = {}
         self.records: list[tuple[str, float, float]] = []  # compute ops: (name, flops, bytes)
         self.label: dict[int, frozenset[int]] = {}
@@ -217,6 +233,11 @@ class Provenance(TorchDispatchMode):
         if name == "_local_scalar_dense":
             self.escaped |= self._merge(ins)[0]
             return out
+        if name in _FRESH:
+            self.fresh.update(_storage(t) for t in outs)
+        else:
+            for t in outs + written:
+                self.fresh.discard(_storage(t))
         if name in _FACTORY or name in _LIFTED:
             if name in _LIFTED:
                 self.lifted += sum(_numel(t) for t in outs)
@@ -245,6 +266,40 @@ class Provenance(TorchDispatchMode):
         label |= self.escaped
         for t in written:
             self._set(t, label, True, fresh=False)
+
+    def native_call(self, run: Any, writable: list[torch.Tensor]) -> tuple[Any, list[torch.Tensor]]:
+        """Runs one native call and returns (its result, the buffers it wrote).
+
+        With ``canary`` (every correctness call), a buffer allocated
+        uninitialised in this call, or kept from an earlier call (state, not
+        an input), is first filled with random bytes; any other writable
+        buffer (initialised in this call) is copied; and a buffer counts as written only
+        if its bytes differ after the call: a kernel that returns at once, or
+        leaves a buffer as it found it, writes nothing. Without it the
+        declared non-const pointers are taken at their word (the timed calls,
+        whose every output is compared in full on inputs never seen before)."""
+        if not self.canary:
+            return run(), writable
+        before: list[tuple[torch.Tensor, torch.Tensor]] = []
+        with _outside_modes():
+            for t in writable:
+                if not t.numel():
+                    continue
+                raw = t.view(-1).view(torch.uint8)
+                key = _storage(t)
+                # Uninitialised here, or carried over from an earlier call (not an
+                # input, parameter or buffer): contents no kernel may rely on.
+                if key in self.fresh or (key not in self.label and key not in self._keep):
+                    raw.copy_(torch.randint(0, 256, raw.shape, dtype=torch.uint8, generator=_canaries()))
+                before.append((t, raw.clone()))
+        result = run()
+        written = []
+        with _outside_modes():
+            for t, old in before:
+                if not torch.equal(t.view(-1).view(torch.uint8), old):
+                    written.append(t)
+                    self.fresh.discard(_storage(t))
+        return result, written
 
     def scratch(self, values: Iterable[Any]) -> list[torch.Tensor]:
         """Tensor arguments a kernel may write: not inputs, parameters or buffers."""

@@ -22,6 +22,7 @@ the patch).
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import os
 import time
@@ -30,6 +31,8 @@ from collections.abc import Callable
 import torch
 
 _perf_ns = time.perf_counter_ns
+_cpu_ns = time.process_time_ns  # every thread of the process
+_memset = ctypes.memset
 _cuda_sync = torch.cuda.synchronize
 _Event = torch.cuda.Event
 _elapsed = torch.cuda.Event.elapsed_time
@@ -89,9 +92,13 @@ def granted_cpus() -> int:
 def grant_threads(wanted: int | None = None) -> int:
     """Every CPU the sandbox grants (or ``wanted`` of them, if fewer), to torch
     and to OpenMP alike: set in a child before the candidate (or reference)
-    loads, so the candidate and the baselines run with the same thread count."""
+    loads, so the candidate and the baselines run with the same thread count.
+    ``OMP_THREAD_LIMIT`` caps what a native kernel's OpenMP runtime may start
+    (it loads after this, and a ``num_threads`` clause cannot go past it)."""
     n = granted_cpus() if not wanted else max(1, min(int(wanted), granted_cpus()))
     os.environ["OMP_NUM_THREADS"] = str(n)
+    os.environ["OMP_THREAD_LIMIT"] = str(n)
+    os.environ["OMP_DYNAMIC"] = "false"
     torch.set_num_threads(n)
     # Start torch's pool now (an op large enough to run in parallel): a pool
     # that appears first during a later trial would look like work left running.
@@ -99,49 +106,85 @@ def grant_threads(wanted: int | None = None) -> int:
     return n
 
 
+# A virtual machine may report its host's whole last-level cache (480 MB seen
+# for 2 CPUs); writing twice that before every repetition cost ~100 ms each.
+# A 2-CPU share of a server's cache is far below this cap.
+MAX_FLUSH_BYTES = 64 << 20
+
+
 class CacheFlush:
-    """Writes a buffer twice the last-level cache, so that no repetition
-    finds its inputs or weights left in cache by the one before."""
+    """Writes a buffer twice the last-level cache (at most MAX_FLUSH_BYTES),
+    so that no repetition finds its inputs or weights left in cache by the
+    one before."""
 
     def __init__(self) -> None:
-        self.bytes = 2 * llc_bytes()
-        self._buf = torch.zeros(self.bytes, dtype=torch.uint8)
+        self.bytes = min(2 * llc_bytes(), MAX_FLUSH_BYTES)
+        self._buf = (ctypes.c_char * self.bytes)()
+        self._fill = 0
 
     def __call__(self) -> None:
-        self._buf.add_(1)
+        # One thread, libc's memset: a torch op would wake torch's thread pool,
+        # whose threads then spin on the CPUs the timed call's own OpenMP
+        # threads need (a native kernel measured 20x slower right after it).
+        self._fill ^= 0x5A
+        _memset(self._buf, self._fill, self.bytes)
 
 
-def time_cpu(fn: Callable[[int], object], reps: int, budget_s: float, after: Hook = None,
+class Loop:
+    """What one timed pass over the input sets needs besides the call:
+    ``before(i)`` loads set ``i`` (untimed), ``after(i)`` checks repetition
+    ``i``'s result (untimed); ``warm()`` is one warm-up call."""
+
+    def __init__(self, sets: int, before: Hook = None, after: Hook = None,
+                 warm: Callable[[], object] | None = None) -> None:
+        self.sets = sets
+        self.before = before
+        self.after = after
+        self.warm = warm
+        self.cpu_ns = 0  # CPU time of every thread of the process over the timed pass
+        self.wall_ns = 0
+
+
+def time_cpu(fn: Callable[[int], object], loop: Loop, budget_s: float,
              flush: Callable[[], object] | None = None, warmup: int = CPU_WARMUP_CALLS) -> list[float]:
-    """Milliseconds per call; ``fn(i)`` runs repetition ``i``, ``after(i)`` and
-    ``flush()`` run untimed. Warm-up calls first; then up to ``reps``
-    repetitions, fewer if the budget runs out (never fewer than CPU_MIN_REPS)."""
+    """Milliseconds per call: one repetition per input set, ``fn(i)`` on set
+    ``i`` (never seen by the model before), the cache flushed after the set is
+    loaded; fewer sets if the budget runs out (never fewer than CPU_MIN_REPS)."""
+    for _ in range(warmup):  # warm-up (first-call costs, OpenMP pool start, torch.compile's compilation)
+        if loop.warm is not None:
+            loop.warm()
     deadline = _perf_ns() + int(budget_s * 1e9)
-    for _ in range(warmup):  # warm-up (first-call costs, OpenMP pool start)
-        fn(0)
     times: list[float] = []
-    for i in range(reps):
+    # CPU time of all threads over the whole pass (per call it is too coarse to read).
+    c_start, w_start = _cpu_ns(), _perf_ns()
+    for i in range(loop.sets):
+        if loop.before is not None:
+            loop.before(i)
         if flush is not None:
             flush()
         t0 = _perf_ns()
         fn(i)
-        times.append((_perf_ns() - t0) / 1e6)
-        if after is not None:
-            after(i)
+        t1 = _perf_ns()
+        times.append((t1 - t0) / 1e6)
+        if loop.after is not None:
+            loop.after(i)
         if _perf_ns() > deadline and len(times) >= CPU_MIN_REPS:
             break
+    loop.cpu_ns, loop.wall_ns = _cpu_ns() - c_start, _perf_ns() - w_start
     return times
 
 
-def time_cuda(fn: Callable[[int], object], reps: int, budget_s: float, after: Hook = None,
-              warmup: int = 5) -> list[float]:
+def time_cuda(fn: Callable[[int], object], loop: Loop, budget_s: float, warmup: int = 5) -> list[float]:
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
-    for i in range(warmup):
-        fn(i)
+    for _ in range(warmup):
+        if loop.warm is not None:
+            loop.warm()
     _cuda_sync()
     times: list[float] = []
     deadline = _perf_ns() + int(budget_s * 1e9)
-    for i in range(reps):
+    for i in range(loop.sets):
+        if loop.before is not None:
+            loop.before(i)
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         flush.zero_()
         _cuda_sync()
@@ -151,17 +194,23 @@ def time_cuda(fn: Callable[[int], object], reps: int, budget_s: float, after: Ho
         _record(end)
         _cuda_sync()
         times.append(float(_elapsed(start, end)))
-        if after is not None:
-            after(i)
+        if loop.after is not None:
+            loop.after(i)
         if _perf_ns() > deadline and len(times) >= 10:
             break
     return times
 
 
-def run_plain(fn: Callable[[int], object], reps: int, device: str) -> None:
-    """Calls with a sync after each and no clock inside: the runner's clock,
-    outside this process, times this phase to corroborate the device timings."""
+def run_null(loop: Loop, reps: int, device: str, flush: Callable[[], object] | None = None) -> None:
+    """The timed pass without the call: the same loads, flushes and checks,
+    so that the runner's clock (outside this process) over the timed pass
+    minus this one is the time the calls took."""
     for i in range(reps):
-        fn(i)
+        if loop.before is not None:
+            loop.before(i)
+        if flush is not None:
+            flush()
         if device == "cuda":
             _cuda_sync()
+        if loop.after is not None:
+            loop.after(i)

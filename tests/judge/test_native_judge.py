@@ -99,7 +99,7 @@ def test_policy_rejected_source_is_never_compiled(judge: Judge) -> None:
 
 
 def test_native_timing_is_real_and_labelled(judge: Judge) -> None:
-    options = EvalOptions(device="cpu", trials=1, timing_sets=2, time_reps=20)
+    options = EvalOptions(device="cpu", trials=1, time_reps=20)
     result = judge.evaluate(RELU, (fc.HONEST / "relu_affine__native.py").read_text(), options=options)
     assert result.verdict == "pass", result.reasons
     out = result.to_json()

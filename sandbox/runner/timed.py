@@ -1,0 +1,156 @@
+"""The timed pass over a model: one repetition per input set, each set new to the model.
+
+Every timed repetition runs on inputs the model has never seen (fresh draws
+of ``get_inputs``, made by the reference's runner), loaded into the same
+buffers before the call, so a result kept by content or by buffer identity is
+never the right answer. The candidate's pass is watched on every repetition
+alike (``Watch``): each call runs under the same recorder, and after it, out
+of the timed region, its whole output is kept for the judge, its inputs are
+compared with what was loaded, and its provenance summary is taken. No call
+is singled out, so there is nothing for a candidate to tell apart.
+
+The runner's clock (outside this process) stamps the frames around the timed
+pass and around the same pass without the calls (``timing.run_null``); the
+difference is what the calls took, to corroborate the reported times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from . import timing
+
+Emit = Callable[[dict[str, Any]], None]
+
+_copy = torch.Tensor.copy_
+_clone = torch.Tensor.clone
+_equal = torch.equal
+_Tensor = torch.Tensor
+
+# Memory the timing sets of one problem may take (inputs and outputs, in each
+# process that holds them); fewer sets when a call's tensors are large.
+TIMING_BYTES = 256 << 20
+MIN_SETS = 3
+MIN_SETS_LARGE = 2
+
+
+def nbytes(values: list[Any]) -> int:
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, _Tensor))
+
+
+def set_cap(planned: int, set_bytes: int, once_s: float, budget_s: float, large: bool) -> int:
+    """How many of the planned timing sets to make: within the memory for
+    timing sets and about the time budget, never fewer than the minimum."""
+    floor = min(planned, MIN_SETS_LARGE if large else MIN_SETS)
+    by_memory = TIMING_BYTES // max(1, set_bytes)
+    by_time = int(budget_s / max(once_s, 1e-6))
+    return max(floor, min(planned, by_memory, by_time))
+
+
+def same_bits(a: Any, b: Any) -> bool:
+    """Equal, NaN in the same places included."""
+    if not (isinstance(a, _Tensor) and isinstance(b, _Tensor)):
+        return True
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if _equal(a, b):
+        return True
+    if a.dtype.is_floating_point:
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return False
+
+
+class Watch:
+    """The candidate's hooks on every timed call (see the module docstring).
+
+    ``record(model, args)`` returns a context manager (the recorder) and
+    ``summary(recorder, out)`` its provenance summary; ``snapshot(out)`` the
+    output's (structure, tensors)."""
+
+    def __init__(self, record: Callable[[Any, list[Any]], Any], summary: Callable[[Any, Any], dict[str, Any]],
+                 snapshot: Callable[[Any], tuple[str, list[Any]]]) -> None:
+        self.record = record
+        self.summary = summary
+        self.snapshot = snapshot
+        self.outputs: list[list[Any]] = []
+        self.structures: list[str] = []
+        self.provenance: list[dict[str, Any]] = []
+        self.inputs_changed: list[int] = []
+
+
+def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
+                warm_inputs: list[Any], sync: Callable[[], None], watch: Watch | None = None) -> None:
+    """Time ``model`` over ``sets`` (one repetition each) and emit a ``timing``
+    frame; with ``watch``, every repetition is recorded and checked too."""
+    device, budget = job["device"], job.get("time_budget_s", 10.0)
+    buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
+    last: list[Any] = [None]
+    recorder: list[Any] = [None]
+    flush: Callable[[], object] | None = None
+    meta: dict[str, Any] = {}
+    if device != "cuda":
+        cache = timing.CacheFlush()
+        flush = cache
+        meta = {"cpu_model": timing.cpu_model(), "threads": torch.get_num_threads(), "flush_bytes": cache.bytes}
+
+    def load(values: list[Any]) -> None:
+        for buf, src in zip(buffers, values):
+            if isinstance(buf, _Tensor) and isinstance(src, _Tensor) and buf.shape == src.shape:
+                _copy(buf, src)
+        sync()
+
+    def before(i: int) -> None:
+        load(sets[i])
+        if watch is not None:
+            recorder[0] = watch.record(model, buffers)
+
+    def call(i: int) -> None:
+        if recorder[0] is not None:
+            with recorder[0]:
+                last[0] = model(*buffers)
+        else:
+            last[0] = model(*buffers)
+
+    def after(i: int) -> None:
+        if watch is None:
+            return
+        sync()
+        structure, outs = watch.snapshot(last[0])
+        watch.structures.append(structure)
+        watch.outputs.append(outs)
+        watch.provenance.append(watch.summary(recorder[0], last[0]))
+        recorder[0] = None
+        if not all(same_bits(b, s) for b, s in zip(buffers, sets[i])):
+            watch.inputs_changed.append(i)
+
+    def warm() -> None:
+        load(warm_inputs)
+        last[0] = model(*buffers)
+        sync()
+
+    def null_after(i: int) -> None:  # the same checks' cost, on the last real output
+        if watch is not None and last[0] is not None:
+            watch.snapshot(last[0])
+            all(same_bits(b, s) for b, s in zip(buffers, sets[i]))
+
+    loop = timing.Loop(len(sets), before, after, warm)
+    with torch.no_grad():
+        emit({"kind": "phase", "name": f"{label}:loop_start"})
+        if device == "cuda":
+            times = timing.time_cuda(call, loop, budget)
+        else:
+            # Triton's interpreter (not a real timing) keeps its single warm-up call.
+            warmup = timing.CPU_WARMUP_CALLS if job.get("native_timing") else 1
+            times = timing.time_cpu(call, loop, budget, flush, warmup)
+        emit({"kind": "phase", "name": f"{label}:loop_end", "reps": len(times)})
+        if watch is not None:
+            emit({"kind": "phase", "name": f"{label}:null_start"})
+            timing.run_null(timing.Loop(len(times), lambda i: load(sets[i]), null_after), len(times), device, flush)
+            emit({"kind": "phase", "name": f"{label}:null_end"})
+    if device != "cuda" and loop.wall_ns:
+        meta["cpus_used"] = round(loop.cpu_ns / loop.wall_ns, 3)
+    emit({"kind": "timing", "name": label, "times_ms": times, "sets": len(sets),
+          "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL, **meta})
