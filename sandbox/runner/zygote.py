@@ -56,6 +56,9 @@ class Runner:
         self.args = args
         self.out = out
         self.notes = notes
+        # What the scratch root holds before any job: everything else a job
+        # leaves there (possible when children share the runner's uid) goes.
+        self.keep = set(os.listdir(args.scratch_root))
 
     def send_raw(self, data: bytes | memoryview) -> None:
         self.out.write(data)
@@ -85,6 +88,7 @@ class Runner:
         os.close(read_fd)
         outcome["log_tail"] = _tail(os.path.join(scratch, "log.txt"))
         shutil.rmtree(scratch, ignore_errors=True)
+        sweep(self.args.scratch_root, self.keep)
         self.send(outcome)
 
     def _child(self, job: dict[str, Any], msg: dict[str, Any], uid: int, unique: bool, scratch: str,
@@ -231,6 +235,19 @@ def job_dirs(scratch_root: str, uid: int | None) -> str:
     if uid is not None:
         os.chown(home, uid, uid)
     return scratch
+
+
+def sweep(root: str, keep: set[str]) -> None:
+    """Removes what a job left in the scratch root outside its own directory."""
+    for name in set(os.listdir(root)) - keep:
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def _tail(path: str) -> str:

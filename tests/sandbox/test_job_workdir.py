@@ -69,3 +69,16 @@ def test_each_job_gets_a_fresh_directory_and_nothing_survives(session: RunnerSes
 def test_native_cache_is_read_only_to_jobs(session: RunnerSession) -> None:
     directory = native_cache.ensure()
     assert probe(session, try_write(repr(os.path.join(directory, "0" * 32 + ".so")))) in ("'PermissionError'", "'OSError'")
+
+
+def test_nothing_a_job_leaves_in_the_scratch_root_survives() -> None:
+    """Without isolation children share the runner's uid and can write the
+    scratch root itself; the runner removes what they leave there."""
+    driver = ProcessDriver(isolate=False)
+    started = driver.start("cpu")
+    try:
+        where = "os.path.join(os.path.dirname(os.path.dirname(os.getcwd())), 'cache.bin')"
+        assert probe(started, try_write(where)) == "'written'"
+        assert probe(started, f"RESULT = os.path.exists({where})") == "False"
+    finally:
+        driver.stop(started)
