@@ -47,7 +47,7 @@ _LIBC = {
 _OMP = {
     "omp_get_thread_num", "omp_get_num_threads", "omp_get_max_threads", "omp_in_parallel", "omp_get_level",
     "omp_get_active_level", "omp_get_ancestor_thread_num", "omp_get_team_size", "omp_get_dynamic",
-    "omp_get_nested", "omp_get_thread_limit", "omp_get_max_active_levels", "omp_in_final", "omp_get_num_teams",
+    "omp_get_nested", "omp_get_max_active_levels", "omp_in_final", "omp_get_num_teams",
     "omp_get_team_num", "omp_get_cancellation", "omp_init_lock", "omp_destroy_lock", "omp_set_lock",
     "omp_unset_lock", "omp_test_lock", "omp_init_nest_lock", "omp_destroy_nest_lock", "omp_set_nest_lock",
     "omp_unset_nest_lock", "omp_test_nest_lock",
@@ -71,7 +71,9 @@ _ALLOWED = re.compile("|".join((
     r"_ZNSt\d+(?:bad_\w+|exception|logic_error|length_error|out_of_range|invalid_argument|runtime_error)\w*",
     r"_ZNKSt\d+(?:bad_\w+|exception|logic_error)\w*",
 )))
-_GLUE_DATA = re.compile(r"^DW\.ref\.__gxx_personality_v0$")
+# Compiler glue that is writable but no state of the kernel's: C++'s personality
+# pointer, and the mutex pointer of a named ``#pragma omp critical(name)``.
+_GLUE_DATA = re.compile(r"^(DW\.ref\.__gxx_personality_v0|\.gomp_critical_user_\w+)$")
 # Instructions a kernel has no use for: clocks and counters (it would know when
 # it is timed), entries into the kernel, and reads of the machine's identity.
 _INSTRUCTIONS = {
@@ -84,6 +86,10 @@ _INSTRUCTIONS = {
                     "inspects or changes the machine"),
     "(bad)": "bytes that are not an instruction",
 }
+
+
+# %fs/%gs-relative memory: only the stack protector's canary (``%fs:0x28``).
+_SEGMENTS_OK = {"%fs:0x28"}
 
 
 def allowed_symbol(name: str) -> bool:
@@ -142,6 +148,10 @@ def check_facts(src: NativeSource, facts: dict[str, Any] | None, filename: str) 
         if mnemonic in _INSTRUCTIONS:
             out.append(f"{_where(src, filename, None)}: instruction `{mnemonic}` in {func}(): "
                        f"{_INSTRUCTIONS[mnemonic]}")
+    for operand, func in sorted(facts.get("segments", {}).items()):
+        if operand not in _SEGMENTS_OK:
+            out.append(f"{_where(src, filename, None)}: `{operand}` in {func}(): reaches thread-control memory "
+                       "through a segment register (state kept outside the kernel)")
     return list(dict.fromkeys(out))
 
 

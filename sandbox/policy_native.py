@@ -60,6 +60,7 @@ _WHY = {
     "stack": "walks the stack or jumps out of the call",
     "python": "reaches into the Python interpreter",
     "mem": "maps or protects memory pages",
+    "tcb": "reaches thread-control memory (state kept outside the kernel)",
 }
 # Names banned wherever they appear (not ordinary variable names).
 _IDENTS: dict[str, str] = {
@@ -88,6 +89,7 @@ _IDENTS: dict[str, str] = {
                      "__builtin_apply", "__builtin_apply_args", "__builtin_return", "__builtin_setjmp",
                      "__builtin_longjmp", "setjmp", "longjmp", "sigsetjmp", "siglongjmp", "_setjmp", "_longjmp",
                      "backtrace", "__builtin_eh_return", "__builtin_unwind_init"), "stack"),
+    **dict.fromkeys(("__builtin_thread_pointer", "__builtin_set_thread_pointer", "__seg_fs", "__seg_gs"), "tcb"),
     **dict.fromkeys(("mmap", "mmap64", "munmap", "mprotect", "mremap", "madvise", "pkey_mprotect"), "mem"),
 }
 # Ordinary words (a variable may be called ``read``): banned as calls only.
@@ -374,14 +376,8 @@ def check_preprocessed(tu: str, lang: str) -> list[CFinding]:
     splices and digraphs resolved; ``runner/native_inspect.user_text``). The
     only directives left there are pragmas (``_Pragma`` becomes one)."""
     code = strip(tu)
-    found: list[CFinding] = []
-    for m in re.finditer(r"^[ \t]*#[ \t]*(\w*)([^\n]*)", code, re.M):
-        if m.group(1) != "pragma":
-            found.append(CFinding(_line_of(code, m.start()), f"#{m.group(1)}: directive not allowed in a kernel"))
-        elif not _PRAGMAS_OK.match(tu[m.start(2):m.end(2)]):
-            found.append(CFinding(_line_of(code, m.start()), f"#pragma{tu[m.start(2):m.end(2)].rstrip()[:60]}: "
-                                  "only OpenMP and loop/optimisation pragmas are allowed"))
-    return _unique(found + _attributes(code) + _names(_blank_directives(code)))
+    # Directive rules on what is left: pragmas, OpenMP ones with their macros expanded.
+    return _unique(_directives(tu, code, lang) + _attributes(code) + _names(_blank_directives(code)))
 
 
 def check_source(src: NativeSource, filename: str) -> list[str]:

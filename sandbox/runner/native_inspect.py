@@ -15,7 +15,8 @@ change what a name or a directive is. So the build also reports:
   other writable allocated section, but relocation-read-only data), sections
   that run code at load (``init``) and executable sections other than .text;
 * ``mnemonics``: every instruction mnemonic in its disassembly (objdump), with
-  the first function it occurs in.
+  the first function it occurs in; ``segments``: every %fs/%gs-relative
+  operand (thread-control memory), likewise.
 
 ``errors`` lists what could not be established; the judge treats that as a
 rejection (an inspection that did not happen must not pass). Standard library
@@ -30,7 +31,7 @@ import struct
 import subprocess
 from typing import Any
 
-FACTS_VERSION = 1
+FACTS_VERSION = 2
 TU_LIMIT = 4 << 20  # characters of the user's preprocessed text
 TOOL_TIMEOUT_S = 120.0
 _MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d+)*)\s*$')
@@ -180,12 +181,14 @@ def object_facts(obj: str) -> dict[str, Any]:
     }
 
 
-def mnemonics(obj: str, cwd: str) -> dict[str, str]:
-    """Mnemonic -> the first function it occurs in (prefixes count as their own entries)."""
+def disassembly(obj: str, cwd: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(mnemonic -> the first function it occurs in (prefixes count as their own
+    entries), %fs/%gs-relative operand -> the first function using it)."""
     done = _run(["objdump", "-d", "-w", "--no-show-raw-insn", obj], cwd)
     if done.returncode != 0:
         raise OSError(f"objdump failed: {done.stderr.strip()[:500]}")
     out: dict[str, str] = {}
+    segments: dict[str, str] = {}
     func = "?"
     for raw in done.stdout.splitlines():
         m = re.match(r"^[0-9a-f]+ <(.+)>:$", raw)
@@ -195,13 +198,15 @@ def mnemonics(obj: str, cwd: str) -> dict[str, str]:
         ins = re.match(r"^\s+[0-9a-f]+:\s+(.*)$", raw)
         if not ins:
             continue
+        for seg in re.findall(r"%[fg]s:[-\w]*", ins[1]):
+            segments.setdefault(seg, func)
         words = ins[1].split()
         while words:
             word = words.pop(0)
             out.setdefault(word, func)
             if word not in _PREFIXES and not word.startswith("rex"):
                 break
-    return out
+    return out, segments
 
 
 def demangle(names: list[str], cwd: str) -> dict[str, str]:
@@ -222,7 +227,7 @@ def inspect_build(compiler: str, flags: list[str], lang: str, src: str, obj: str
     try:
         facts.update(preprocess_facts(compiler, flags, lang, src, cwd))
         facts.update(object_facts(os.path.join(cwd, obj)))
-        facts["mnemonics"] = mnemonics(obj, cwd)
+        facts["mnemonics"], facts["segments"] = disassembly(obj, cwd)
         facts["demangled"] = demangle(facts["undefined"] + [w["symbol"] for w in facts["writable"]], cwd)
     except (OSError, ValueError, struct.error, subprocess.SubprocessError) as exc:
         facts["errors"].append(f"the compiled object could not be inspected: {exc}")

@@ -93,6 +93,8 @@ CHEATS: dict[str, tuple[str, str]] = {
                          includes="#include <stdint.h>\n#include <omp.h>\n"), "omp_get_wtime"),
     "function_in_data_section": (kernel(LOOP, "#define AT __attribute__\nAT((section(\".data\"))) void g(void) { }\n"),
                                  "section"),
+    "thread_control_block_via_segment": (kernel("    SEG int* slot = (SEG int*)0x50;\n    if (*slot == 7) return;\n"
+                                                "    *slot = 7;\n" + LOOP, f"#define SEG __se{S}g_fs\n"), "%fs:0x50"),
     "cpp_getenv_by_using": ('#include <cstdint>\n#include <cstdlib>\nusing namespace std;\n#define E ge\\\ntenv\n'
                             'extern "C" void f(const float* x, float* y, int64_t n) {\n'
                             '    if (E("K")) return;\n' + LOOP + "\n}\n", "getenv"),
@@ -133,20 +135,49 @@ def test_trigraphs_are_not_directives() -> None:
 
 
 HONEST: dict[str, tuple[str, str]] = {
+    "openmp_constructs": ("c", """
+#include <stdint.h>
+#include <math.h>
+#include <omp.h>
+void f(const float* x, float* y, int64_t n) {
+    float best = -INFINITY, total = 0.0f;
+    #pragma omp parallel
+    {
+        float local = -INFINITY;
+        #pragma omp for schedule(dynamic, 16) nowait
+        for (int64_t i = 0; i < n; i++) local = fmaxf(local, x[i]);
+        #pragma omp critical(maxlock)
+        { if (local > best) best = local; }
+        #pragma omp critical
+        { total += local; }
+        #pragma omp barrier
+        #pragma omp single
+        { y[0] = best; }
+        #pragma omp atomic
+        y[0] += 1.0f;
+        #pragma omp task
+        { y[0] += 0.0f; }
+        #pragma omp taskwait
+    }
+    #pragma omp parallel for reduction(max:best) schedule(guided)
+    for (int64_t i = 0; i < n; i++) best = fmaxf(best, x[i]);
+    y[0] += best * 0.0f + total * 0.0f;
+}
+"""),
     "openmp_parallel_for_simd": ("c", """
 #include <stdint.h>
 #include <math.h>
 #include <omp.h>
 static inline float gelu(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678f)); }
 void f(const float* x, float* y, int64_t rows, int64_t cols) {
-    const int team = omp_get_max_threads();
-    #pragma omp parallel for num_threads(team) if (rows * cols > 4096) schedule(static)
+    #pragma omp parallel for if (rows * cols > 4096) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         float acc = 0.0f;
         #pragma omp simd reduction(+:acc)
         for (int64_t c = 0; c < cols; c++) acc += expf(x[r * cols + c]) + tanhf(x[r * cols + c]);
         #pragma GCC unroll 4
-        for (int64_t c = 0; c < cols; c++) y[r * cols + c] = gelu(x[r * cols + c]) / acc + (float)omp_get_thread_num();
+        const float team = (float)(omp_get_thread_num() % omp_get_max_threads());
+        for (int64_t c = 0; c < cols; c++) y[r * cols + c] = gelu(x[r * cols + c]) / acc + team;
         if (isnan(acc) || acc == INFINITY) y[r * cols] = NAN;
     }
 }
