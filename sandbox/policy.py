@@ -54,6 +54,9 @@ _CALLS: dict[str, str] = {
     **dict.fromkeys(("globals", "locals", "vars"), "reads namespaces it does not own"),
     "id": "takes an object's memory address (a cache key or a raw pointer)",
 }
+# Attributes that yield a raw memory address (an integer a native kernel could dereference).
+_ADDRESS_ATTRS = ("data_ptr", "storage", "_storage", "_cdata", "__array_interface__", "__cuda_array_interface__",
+                  "_base_ptr", "unsafe_ptr")
 # Attributes banned on any object: frames, code objects, module tables, heap walks.
 _ATTRS: dict[str, str] = {
     **dict.fromkeys(("f_back", "f_locals", "f_globals", "f_code", "f_builtins", "f_trace", "gi_frame", "cr_frame",
@@ -61,8 +64,7 @@ _ATTRS: dict[str, str] = {
                      "get_objects", "get_referrers", "get_referents"), "walks frames or the heap"),
     **dict.fromkeys(("meta_path", "path_hooks"), "reads or rewrites the module table"),
     "_exit": "ends the process without returning (fake reports)",
-    **dict.fromkeys(("data_ptr", "storage", "_storage", "_cdata", "__array_interface__", "__cuda_array_interface__",
-                     "_base_ptr", "unsafe_ptr"),
+    **dict.fromkeys(_ADDRESS_ATTRS,
                     "takes a raw memory address: memory reaches a kernel only as a tensor argument, where the judge "
                     "sees what it reads and writes"),
     **dict.fromkeys(("tolist", "numpy", "untyped_storage", "_typed_storage", "frombuffer", "from_numpy",
@@ -255,6 +257,9 @@ class _Reader(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
+        # ``operator.attrgetter("data_ptr")`` and friends: a raw-address attribute named in a string.
+        if isinstance(node.value, str) and node.value in _ADDRESS_ATTRS:
+            self.add(node, f"names {node.value!r}: {_ATTRS[node.value]}")
         if isinstance(node.value, str) and "/proc/" in node.value and len(node.value) <= 40:
             self.add(node, f"names {node.value!r}: reads process internals (descriptors, memory)")
         if isinstance(node.value, str) and len(node.value) > 40:

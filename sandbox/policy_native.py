@@ -68,7 +68,9 @@ _IDENTS: dict[str, str] = {
                      "execvpe", "fexecve", "posix_spawn", "posix_spawnp", "popen", "pclose", "waitpid", "wait3",
                      "wait4", "daemon", "ptrace", "prctl", "unshare", "setns", "syscall", "setuid", "setgid",
                      "setsid", "setrlimit"), "process"),
-    **dict.fromkeys(("thrd_create", "thrd_detach", "jthread", "omp_set_num_threads", "omp_set_dynamic"), "thread"),
+    **dict.fromkeys(("thrd_create", "thrd_detach", "jthread", "omp_set_num_threads", "omp_set_dynamic",
+                     "omp_get_num_procs", "omp_set_max_active_levels", "omp_set_nested", "omp_get_thread_limit"),
+                    "thread"),
     **dict.fromkeys(("killpg", "tgkill", "tkill", "sigaction", "sigprocmask", "pthread_sigmask", "setitimer",
                      "_exit", "_Exit", "quick_exit", "atexit", "at_quick_exit", "on_exit"), "signal"),
     **dict.fromkeys(("openat", "open64", "creat", "fopen", "fopen64", "freopen", "fdopen", "fread", "fwrite",
@@ -207,6 +209,9 @@ def _directives(raw: str, code: str, lang: str) -> list[CFinding]:
         elif name == "pragma" and not _PRAGMAS_OK.match(raw_rest):
             found.append(CFinding(line, f"#pragma{raw_rest.rstrip()[:60]}: only OpenMP and loop/optimisation "
                                         "pragmas are allowed"))
+        elif name == "pragma" and re.search(r"\b(num_threads|proc_bind)\s*\(", re.sub(r"\\\n", "", raw_rest)):
+            found.append(CFinding(line, "OpenMP num_threads/proc_bind clause: a kernel runs on the threads the "
+                                        "judge grants (the baselines' count); use omp_get_max_threads()"))
         elif name == "define" and "##" in rest:
             found.append(CFinding(line, "#define with ## token pasting: builds names the policy cannot see"))
     return found

@@ -243,6 +243,21 @@ def build_inspected(source: str, lang: str = "c", name: str = "kernel", cache_di
     return target, facts
 
 
+def is_mapped(value: int) -> bool:
+    """Whether ``value`` points into memory this process has mapped (read
+    only for integers past 32 bits: sizes, strides and counts never get here)."""
+    value &= (1 << 64) - 1
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                lo, _, hi = line.partition(" ")[0].partition("-")
+                if int(lo, 16) <= value < int(hi, 16):
+                    return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
 # Set by the judge's runner before the candidate loads: source key -> library
 # path built by trusted code. When it is set, nothing else may be loaded.
 prebuilt: dict[str, str] | None = None
@@ -293,6 +308,9 @@ class NativeFunction:
                     raise NativeArgumentError(f"{where} must be a Python number, not {type(a).__name__}")
                 if p.ctype not in _FLOAT_RET and isinstance(a, float):
                     raise NativeArgumentError(f"{where} is a {p.ctype}; pass an int, not {a!r}")
+                if isinstance(a, int) and not isinstance(a, bool) and abs(a) >= 1 << 32 and is_mapped(a):
+                    raise NativeArgumentError(f"{where} is an address in this process's memory; memory reaches "
+                                              "a kernel only as a tensor argument of a pointer parameter")
                 out.append(a)
         return out
 

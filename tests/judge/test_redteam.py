@@ -63,11 +63,19 @@ def judge() -> Iterator[object]:
         yield warm
 
 
+def catching_checks() -> dict[str, set[str]]:
+    """Class -> the checks its row of the exploit-class table says catch it."""
+    text = DOCS.read_text().split("### Exploit classes", 1)[1].split("\n### ", 1)[0]
+    return {m[0]: set(re.findall(r"`?(\w+)`?", m[1])) for m in re.findall(r"^\| `(\w+)` \|.*\| ([^|]+) \|$", text, re.M)}
+
+
 def names_class(reasons: list[str], cls: str, check: str) -> bool:
-    """A reason names the class: it is the failed check's own reason, or a
-    source-policy finding tagged with the class."""
-    return any(r.startswith(f"{cls}:") or f"(class {cls})" in r or (cls == check and r.startswith(f"{check}:"))
-               for r in reasons)
+    """A reason names the class: it is the failed check's own reason (for a
+    class the table says that check catches), or a source-policy finding
+    tagged with the class."""
+    by_table = check in catching_checks().get(cls, set())
+    return any(r.startswith(f"{cls}:") or f"(class {cls})" in r
+               or ((cls == check or by_table) and r.startswith(f"{check}:")) for r in reasons)
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[p.stem for p in FIXTURES])
@@ -85,9 +93,10 @@ def test_redteam_fixture_fails_for_its_class(fixture: Path, request: pytest.Fixt
 
     judge = request.getfixturevalue("judge")
     problem = fc.problem(fc.header(fixture, "target") or "")
-    # Few timed repetitions: the classes here are decided by correctness trials and data flow.
+    # A few timed repetitions, each on its own input set: enough for the cheats that change
+    # behaviour once an instance has been called several times (warm-up included).
     result = judge.evaluate(problem.read_text(), source, problem.name, fixture.name,
-                            EvalOptions(device="cpu", time_reps=3, timing_sets=1, compile_baseline=False))
+                            EvalOptions(device="cpu", time_reps=8, compile_baseline=False))
     failed = {c.name for c in result.checks if c.outcome == "fail"}
     assert result.verdict == "fail", f"{fixture.name} passed the judge"
     assert check in failed, f"{check} did not fail; failed: {sorted(failed)}; reasons: {result.reasons}"
