@@ -175,8 +175,8 @@ void f(const float* x, float* y, int64_t rows, int64_t cols) {
         float acc = 0.0f;
         #pragma omp simd reduction(+:acc)
         for (int64_t c = 0; c < cols; c++) acc += expf(x[r * cols + c]) + tanhf(x[r * cols + c]);
-        #pragma GCC unroll 4
         const float team = (float)(omp_get_thread_num() % omp_get_max_threads());
+        #pragma GCC unroll 4
         for (int64_t c = 0; c < cols; c++) y[r * cols + c] = gelu(x[r * cols + c]) / acc + team;
         if (isnan(acc) || acc == INFINITY) y[r * cols] = NAN;
     }
