@@ -1,11 +1,15 @@
 """The judge's cache of CPU baseline timings (eager and torch.compile).
 
-Timing a reference's baselines on the CPU takes seconds (and torch.compile
-tens of seconds); they depend on the reference, its sizes and the machine,
-not on the candidate. So they are kept per reference source + sizes + torch
-version + CPU model + thread count, as the timing frames the reference's
-runner sent, and reused by later evaluations on the same machine. Only the
-judge reads and writes it (JSON, never executed).
+A speedup's baseline is timed in the same judge run as the candidate: a
+timing made earlier carries whatever load the machine had then (a cached
+eager median timed under load once made an unchanged kernel read 1.7x).
+So eager is never taken from here. torch.compile costs tens of seconds to
+compile, so its timing is kept per reference source + sizes + torch version
++ CPU model + thread count, next to the eager timing made with it, and
+stands in for a fresh one only when this run's fresh eager timing agrees
+with that cached eager timing (``timing.agrees``: the machine is as loaded
+as when the pair was timed); otherwise torch.compile is timed again and the
+pair replaced. Only the judge reads and writes it (JSON, never executed).
 """
 
 from __future__ import annotations
@@ -57,6 +61,25 @@ def lookup(k: str) -> list[dict[str, Any]] | None:
     if not isinstance(frames, list) or not all(isinstance(x, dict) and x.get("name") in NAMES for x in frames):
         return None
     return [{**x, "kind": "timing", "cached": True} for x in frames]
+
+
+def settle(k: str, cached: list[dict[str, Any]] | None, fresh: list[dict[str, Any]],
+           compile_baseline: bool) -> list[dict[str, Any]]:
+    """After the reference's run: the cached torch.compile frame to use (when
+    the runner accepted it and timed no compile of its own), else nothing,
+    and the cache updated with a fresh pair."""
+    by_name = {f.get("name"): f for f in fresh}
+    if not compile_baseline or "baseline_compile" in by_name:
+        if "baseline_eager" in by_name:
+            store(k, fresh)
+        return []
+    old = {f.get("name"): f for f in cached or []}
+    comp, eager = old.get("baseline_compile"), by_name.get("baseline_eager")
+    if comp is None or eager is None:
+        return []
+    checked = {"fresh_eager_median_ms": statistics.median(eager["times_ms"]),
+               "cached_eager_median_ms": statistics.median(old["baseline_eager"]["times_ms"])}
+    return [{**comp, "checked": checked}]
 
 
 def store(k: str, frames: list[dict[str, Any]]) -> None:

@@ -231,15 +231,15 @@ class Judge:
             ref_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
             if options.baseline_cache:
                 cached_key, cached = self._cached_baselines(problem, options, device, reps, compile_baseline)
-                ref_job["skip_baselines"] = cached is not None
+                eager = next((f for f in cached or [] if f["name"] == "baseline_eager"), None)
+                if eager is not None and compile_baseline:
+                    ref_job["cached_eager_ms"] = eager["times_ms"]
         try:
             ref = self._run(options, device, ref_job)
         except SandboxError as exc:
             raise ProblemError(f"the sandbox failed while running the reference: {exc}") from exc
-        if cached is not None:
-            ref.frames.extend(cached)
-        elif cached_key is not None and ref.finished:
-            baseline_cache.store(cached_key, ref.of_kind("timing"))
+        if cached_key is not None and ref.finished:
+            ref.frames.extend(baseline_cache.settle(cached_key, cached, ref.of_kind("timing"), compile_baseline))
         plan = made_sets(plan, ref)
         ref_trials = reference_trials(ref, reference_name, plan)
         result = EvalResult(device=device, sandbox=options.sandbox, seeds=[p["input_seed"] for p in plan])

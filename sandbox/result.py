@@ -100,6 +100,14 @@ def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: b
         out[name] = median_iqr(frame["times_ms"])
         if frame.get("cached"):
             out[name]["cached"] = True  # timed earlier on this machine (sandbox/baseline_cache.py)
+            chk = frame.get("checked") or {}
+            out[name]["source"] = ("cached, checked: this run's eager timing ({:.4g} ms) agrees with the eager "
+                                   "timing cached with it ({:.4g} ms)").format(
+                chk.get("fresh_eager_median_ms", float("nan")), chk.get("cached_eager_median_ms", float("nan")))
+        else:
+            out[name]["source"] = "fresh: timed in this run"
+        if frame.get("loadavg"):
+            out[name]["loadavg"] = frame["loadavg"]  # 1-minute load average before and after timing
     post = cand.first("post_timing") or {}
     names = list((post.get("launch_names") or {}).keys())
     real = device == "cuda" or (native_cpu and bool(names) and all(n.startswith("native:") for n in names))

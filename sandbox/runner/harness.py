@@ -142,10 +142,14 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
                          **record_ops(model, inputs, device))
         emit(frame)
     module.__dict__.update(defaults)
-    if sets and job.get("time_reps") and timing_model is not None and not job.get("skip_baselines"):
+    if sets and job.get("time_reps") and timing_model is not None:
         warm_inputs = warm if warm is not None else sets[0]
-        timed.emit_timing(job, emit, timing_model, sets, "baseline_eager", warm_inputs, lambda: sync(device))
-        if job.get("compile_baseline"):
+        # Eager is always timed here, in the same run as the candidate. A cached
+        # torch.compile timing stands in for a fresh one only if the eager timing
+        # it was cached with agrees with this one (the machine as loaded as then).
+        eager = timed.emit_timing(job, emit, timing_model, sets, "baseline_eager", warm_inputs, lambda: sync(device))
+        cached = job.get("cached_eager_ms")
+        if job.get("compile_baseline") and not (cached and timing.agrees(eager, cached)):
             compiled = torch.compile(timing_model)
             timed.emit_timing(job, emit, compiled, sets, "baseline_compile", warm_inputs, lambda: sync(device))
 

@@ -82,7 +82,7 @@ class Watch:
 
 
 def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
-                warm_inputs: list[Any], sync: Callable[[], None], watch: Watch | None = None) -> None:
+                warm_inputs: list[Any], sync: Callable[[], None], watch: Watch | None = None) -> list[float]:
     """Time ``model`` over ``sets`` (one repetition each) and emit a ``timing``
     frame; with ``watch``, every repetition is recorded and checked too."""
     device, budget = job["device"], job.get("time_budget_s", 10.0)
@@ -137,6 +137,7 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
             all(same_bits(b, s) for b, s in zip(buffers, sets[i]))
 
     loop = timing.Loop(len(sets), before, after, warm)
+    load_before = timing.load_average()
     with torch.no_grad():
         emit({"kind": "phase", "name": f"{label}:loop_start"})
         if device == "cuda":
@@ -152,5 +153,7 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
             emit({"kind": "phase", "name": f"{label}:null_end"})
     if device != "cuda" and loop.wall_ns:
         meta["cpus_used"] = round(loop.cpu_ns / loop.wall_ns, 3)
+    meta["loadavg"] = [load_before, timing.load_average()]
     emit({"kind": "timing", "name": label, "times_ms": times, "sets": len(sets),
           "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL, **meta})
+    return times

@@ -145,6 +145,29 @@ class Loop:
         self.wall_ns = 0
 
 
+def agrees(fresh_ms: list[float], cached_ms: list[float], share: float = 0.1) -> bool:
+    """Whether a baseline timed now and one timed earlier measure the same
+    machine state: medians within ``share`` of each other, or within the two
+    timings' own spread (half their interquartile ranges summed)."""
+    if not fresh_ms or not cached_ms:
+        return False
+
+    def stats(t: list[float]) -> tuple[float, float]:
+        s = sorted(t)
+        q1, med, q3 = s[len(s) // 4], s[len(s) // 2], s[(3 * len(s)) // 4]
+        return med, q3 - q1
+
+    (f, f_iqr), (c, c_iqr) = stats(fresh_ms), stats(cached_ms)
+    return abs(f - c) <= max(share * c, (f_iqr + c_iqr) / 2)
+
+
+def load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
 def time_cpu(fn: Callable[[int], object], loop: Loop, budget_s: float,
              flush: Callable[[], object] | None = None, warmup: int = CPU_WARMUP_CALLS) -> list[float]:
     """Milliseconds per call: one repetition per input set, ``fn(i)`` on set

@@ -36,3 +36,49 @@ def test_a_baseline_timed_under_memory_pressure_is_not_cached(tmp_path, monkeypa
               _frame("baseline_compile", [210.0, 212.3, 208.0, 234.8, 211.0])]
     baseline_cache.store("k", frames)
     assert baseline_cache.lookup("k") is None
+
+
+def test_eager_agreement_rule() -> None:
+    from sandbox.runner.timing import agrees
+
+    quiet = [11.4, 11.5, 11.6, 11.5, 11.45, 11.55]
+    assert agrees(quiet, [11.3, 11.6, 11.5, 11.4, 11.7])
+    # The case: eager cached at 20.2 ms under load, 11.5 ms on a quiet machine.
+    assert not agrees(quiet, [20.1, 20.2, 19.9, 20.4, 20.3])
+    assert not agrees([], quiet)
+
+
+def test_a_cached_compile_timing_is_used_only_when_this_runs_eager_agrees(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("KFORGE_JUDGE_BASELINE_CACHE", str(tmp_path))
+    cached = [_frame("baseline_eager", [1.0, 1.01, 0.99, 1.0]), _frame("baseline_compile", [0.5, 0.51, 0.49, 0.5])]
+    baseline_cache.store("k", cached)
+    looked = baseline_cache.lookup("k")
+    # The runner accepted the cache (it timed eager only): the cached compile frame, marked checked.
+    used = baseline_cache.settle("k", looked, [_frame("baseline_eager", [1.02, 1.0, 1.01, 1.03])], True)
+    assert [f["name"] for f in used] == ["baseline_compile"] and used[0]["cached"]
+    assert used[0]["checked"]["fresh_eager_median_ms"] > 1.0
+    # The runner refused it (eager disagreed, it timed compile again): nothing cached is used, the pair replaced.
+    fresh = [_frame("baseline_eager", [2.0, 2.1, 1.9, 2.0]), _frame("baseline_compile", [0.9, 0.91, 0.92, 0.9])]
+    assert baseline_cache.settle("k", looked, fresh, True) == []
+    replaced = {f["name"]: f["times_ms"] for f in baseline_cache.lookup("k")}
+    assert replaced["baseline_compile"] == [0.9, 0.91, 0.92, 0.9]
+
+
+def test_the_reference_runner_times_eager_always_and_compile_only_when_the_cache_disagrees() -> None:
+    from sandbox.runner import harness
+
+    source = "\n".join([
+        "import torch", "import torch.nn as nn",
+        "class Model(nn.Module):", "    def forward(self, x):", "        return torch.relu(x) * 2 + 1",
+        "def get_inputs():", "    return [torch.randn(64, 64)]", "def get_init_inputs():", "    return []"])
+    trials = [{"tag": "default", "seed": 1, "input_seed": 2, "index": 0}] + \
+        [{"tag": "timing", "seed": 3, "input_seed": 4 + i, "index": 1 + i} for i in range(5)]
+    job = {"role": "reference", "source": source, "filename": "r.py", "device": "cpu", "trials": trials,
+           "time_reps": 5, "compile_baseline": True, "native_timing": True, "time_budget_s": 1.0}
+    frames: list[dict] = []
+    # A cached eager timing that agrees with anything this machine measures: compile is not timed.
+    harness.run_reference({**job, "cached_eager_ms": [0.0] * 5 + [1e9] * 3}, frames.append)
+    names = [f["name"] for f in frames if f["kind"] == "timing"]
+    assert names == ["baseline_eager"]
+    eager = next(f for f in frames if f["kind"] == "timing")
+    assert len(eager["times_ms"]) == 5 and eager["sets"] == 5 and len(eager["loadavg"]) == 2
