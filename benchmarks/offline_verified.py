@@ -41,7 +41,10 @@ def judged(judge: Judge, path: Path, cached: dict[str, Any], backend: str, candi
         return {**record, "verdict": "unusable", "reason": str(exc).splitlines()[0][:300]}
     best = result.best
     record.update(family=(result.plan or {}).get("family"), seconds=round(time.monotonic() - started, 1),
-                  judged=len(result.attempts), reason=result.reason[:300])
+                  judged=len(result.attempts), reason=result.reason[:300],
+                  # Every judged kernel's verdict and failed checks: a false reject shows here, not only in best.
+                  attempts=[{"verdict": a.verdict, "failed": sorted({r.split(":")[0] for r in a.reasons})}
+                            for a in result.attempts])
     if best is None:
         record["verdict"] = "no proposal" if not result.attempts else "failed"
         return record

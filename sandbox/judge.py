@@ -16,6 +16,7 @@ from typing import Any
 
 from . import baseline_cache, native_build, native_sources, policy, policy_native
 from . import checks as C
+from .cost import Spent
 from .drivers import get_driver
 from .drivers.base import JobOutcome, RunnerSession, SandboxError
 from .errors import ProblemError
@@ -138,6 +139,7 @@ class Judge:
 
     warm: bool = True
     _sessions: dict[tuple[str, str], tuple[Any, RunnerSession]] = field(default_factory=dict)
+    _spent: Spent = field(default_factory=Spent)
 
     def session(self, sandbox: str, device: str) -> RunnerSession:
         key = (sandbox, device)
@@ -163,10 +165,12 @@ class Judge:
         self.close()
 
     def _run(self, options: EvalOptions, device: str, job: dict[str, Any]) -> JobOutcome:
+        started = time.monotonic()
         session = self.session(options.sandbox, device)
         try:
             return session.run(job, options.timeout, options.memory_mb, options.max_procs)
         finally:
+            self._spent.add(job.get("role", "job"), time.monotonic() - started)
             if not session.alive:
                 driver, _ = self._sessions.pop((options.sandbox, device))
                 driver.stop(session)
@@ -207,6 +211,7 @@ class Judge:
     def _evaluate(self, reference: str, candidate: str, reference_name: str, candidate_name: str,
                   options: EvalOptions) -> EvalResult:
         started = time.monotonic()
+        self._spent = Spent()
         device = resolve_device(options.device)
         problem = load_problem(reference_name, reference)
         try:
@@ -282,7 +287,9 @@ class Judge:
         result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
         result.work = C.provenance_check(plan, ref_trials, {f["index"]: f for f in cand.of_kind("trial")
                                                             if isinstance(f.get("index"), int)})[1]
-        return result.finish(found, CHECK_ORDER, started)
+        result.finish(found, CHECK_ORDER, started)
+        result.cost = self._spent.report(ref, cand, result.elapsed_s)
+        return result
 
 
 def made_sets(plan: list[dict[str, Any]], ref: JobOutcome) -> list[dict[str, Any]]:

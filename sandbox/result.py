@@ -29,6 +29,7 @@ class EvalResult:
     perturbed: list[dict[str, int]] = field(default_factory=list)
     work: dict[str, Any] = field(default_factory=dict)  # kernel / torch shares of the reference's work
     elapsed_s: float = 0.0
+    cost: dict[str, Any] = field(default_factory=dict)  # seconds by phase (sandbox/cost.py)
 
     def finish(self, found: list[Check], order: tuple[str, ...], started: float) -> EvalResult:
         by_name = {c.name: c for c in found}
@@ -73,6 +74,7 @@ class EvalResult:
             "work": self.work,
             "tolerances": tolerances.describe(),
             "elapsed_s": round(self.elapsed_s, 3),
+            "cost": self.cost,
         }
 
 

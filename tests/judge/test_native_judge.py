@@ -109,6 +109,14 @@ def test_native_timing_is_real_and_labelled(judge: Judge) -> None:
     assert timing["cpu_model"] and timing["cpu_model"] in timing["label"] and "thread" in timing["label"]
     for name in ("candidate", "baseline_eager", "baseline_compile"):
         assert timing[name]["reps"] >= 5 and timing[name]["q1_ms"] <= timing[name]["median_ms"] <= timing[name]["q3_ms"]
+        assert timing[name]["source"] in ("fresh: timed in this run",) or timing[name]["source"].startswith("cached, checked")
+    assert timing["baseline_eager"]["source"] == "fresh: timed in this run"  # never a cached eager in a ratio
+    # Where the run's time went, by phase.
+    cost = out["cost"]
+    for phase in ("reference_job_s", "candidate_job_s", "reference_trials_s", "baseline_eager_s",
+                  "candidate_trials_s", "candidate_timing_s", "candidate_null_pass_s", "total_s"):
+        assert isinstance(cost.get(phase), float) and cost[phase] >= 0, (phase, cost)
+    assert cost["total_s"] >= cost["candidate_job_s"] + cost["reference_job_s"] - 0.01
     assert out["checks"]["timer_corroborated"] == "pass"
     # A second evaluation of the same problem reuses the baselines timed on this machine.
     again = judge.evaluate(RELU, (fc.HONEST / "relu_affine__native.py").read_text(), options=options)
