@@ -115,8 +115,11 @@ def _line_of_name(src: NativeSource, name: str) -> int | None:
 
 def check_facts(src: NativeSource, facts: dict[str, Any] | None, filename: str) -> list[str]:
     """'name.c:line (candidate.py:line): text' (or 'name.c (compiled): text') per finding."""
-    if not facts or facts.get("v") != FACTS_VERSION:
+    if not facts:
         return [f"{_where(src, filename, None)}: the build reported no inspection of what compiled"]
+    if facts.get("v") != FACTS_VERSION:
+        return [f"{_where(src, filename, None)}: the build's inspection is version {facts.get('v')}, the judge reads "
+                f"version {FACTS_VERSION} (the sandbox runs other code than the judge: restart or rebuild it)"]
     out = [f"{_where(src, filename, None)}: {e}" for e in facts.get("errors", [])]
     shown = facts.get("demangled", {})
     for f in policy_native.check_preprocessed(facts.get("tu", ""), src.lang):
