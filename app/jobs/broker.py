@@ -90,8 +90,9 @@ def send(queued: list[tuple[str, str]]) -> None:
     for job_id, queue in queued:
         try:
             enqueue(job_id, queue)
-        except Exception:  # broker down: the job is stored; the workers' reaper sends it later
-            log.warning("could not enqueue job %s now; it stays queued for the reaper", job_id, exc_info=True)
+        except Exception as exc:  # broker down: the job is stored; the workers' reaper sends it once it is back
+            log.warning("could not enqueue job %s now (%s: %s); it stays queued for the reaper", job_id,
+                        type(exc).__name__, exc)
 
 
 def enqueue_after_commit(session: Session, job: Job) -> None:

@@ -44,9 +44,9 @@ class Reaper:
         except Exception as exc:
             if not self.broker_down:
                 log.warning("broker unreachable (%s: %s); re-sending once it is back", type(exc).__name__, exc)
-            self.broker_down = True
+            self.broker_down = self.epoch is not None  # at start-up, a normal pass once it answers
             return None
-        back = epoch is not None and (self.broker_down or epoch != self.epoch)
+        back = epoch is not None and self.epoch is not None and (self.broker_down or epoch != self.epoch)
         every = max(2.0, settings.stale_after_s / 3)
         if not back and time.monotonic() - self.last_pass < every:
             return None
