@@ -89,7 +89,10 @@ def outage(client: Client, db_url: str, dependency: str, kill: Callable[[], None
     done = wait_for(lambda: all(jobs(db_url)[j][0] in ("succeeded", "failed") for j in mine) and jobs(db_url),
                     BACK_WITHIN_S + 60, f"every job after the {dependency} outage")
     assert {j: done[j][0] for j in mine} == dict.fromkeys(mine, "succeeded")
-    late = {j: (done[j][1] - back).total_seconds() for j in mine if (done[j][1] - back).total_seconds() > BACK_WITHIN_S}
+    lag = {j: (done[j][1] - back).total_seconds() for j in mine}
+    print(f"{dependency} outage: {len(mine)} jobs ({refused} refused meanwhile), the last done "
+          f"{max(lag.values()):.1f} s after the return")
+    late = {j: s for j, s in lag.items() if s > BACK_WITHIN_S}
     assert not late, f"done more than {BACK_WITHIN_S} s after the {dependency} returned: {late}"
 
 
