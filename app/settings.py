@@ -24,6 +24,8 @@ class Settings(BaseSettings):
     visibility_timeout_s: int = 3600
     heartbeat_s: float = 5.0
     stale_after_s: float = 30.0
+    # How long a worker waits out a database or broker outage inside a job before leaving it to be resumed later.
+    outage_wait_s: float = Field(default=300.0, ge=0)
     gpu_lock_dir: Path = Path("/tmp")
     provider: str = "offline"
     model: str | None = None

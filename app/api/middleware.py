@@ -14,7 +14,7 @@ from contextvars import ContextVar
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import unexpected
+from .errors import outage, unexpected
 from .metrics import REQUEST_SECONDS
 
 log = logging.getLogger("kforge.access")
@@ -64,10 +64,14 @@ class RequestContext:
 
         try:
             await self.app(scope, receive, send_with_id)
-        except Exception:
-            logging.getLogger("kforge.api").exception("unhandled error")
+        except Exception as exc:
+            answer = outage(None, exc, rid)
+            if answer is None:
+                logging.getLogger("kforge.api").exception("unhandled error")
+            else:
+                logging.getLogger("kforge.api").warning("dependency down: %s: %s", type(exc).__name__, exc)
             if status_sent is None:
-                await unexpected(rid)(scope, receive, send_with_id)
+                await (answer or unexpected(rid))(scope, receive, send_with_id)
             else:
                 raise
         finally:

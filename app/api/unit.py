@@ -52,7 +52,10 @@ class Db:
         try:
             return self._once(fn, read)
         except StaleConnection:  # the pool has dropped its dead connections by now
-            return self._once(fn, read)
+            try:
+                return self._once(fn, read)
+            except StaleConnection as again:  # the database itself is down: a 503 (app/api/errors.py)
+                raise again.__cause__ from None
 
     def _once(self, fn: Callable[[Session], T], read: bool) -> T:
         with sessions(self.url)[read]() as session:

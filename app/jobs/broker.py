@@ -53,21 +53,36 @@ def enqueue(job_id: str, queue: str) -> None:
 _PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 
 
-def waiting_in_broker(queue: str, job_ids: list[str]) -> set[str] | None:
-    """The ids among ``job_ids`` whose message still waits in ``queue``; None
-    when the broker cannot be asked (only the Redis transport can)."""
-    if not job_ids:
-        return set()
-    url = get_settings().queue_url
-    if not url.startswith(("redis://", "rediss://")):
-        return None
+@lru_cache
+def _redis(url: str):  # noqa: ANN202  (a redis.Redis, imported lazily)
     import redis
 
-    client = redis.Redis.from_url(url, socket_timeout=5)
-    try:
-        raw = [m for suffix in _PRIORITY_SUFFIXES for m in client.lrange(queue + suffix, 0, -1)]
-    finally:
-        client.close()
+    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+
+
+def inspectable() -> bool:
+    """Can the broker be asked what waits in it, and whether it restarted? (Redis can.)"""
+    return get_settings().queue_url.startswith(("redis://", "rediss://"))
+
+
+def broker_epoch() -> str | None:
+    """An id that changes whenever the broker restarts (Redis' run_id); None
+    when the broker cannot tell. Raises when the broker is unreachable."""
+    if not inspectable():
+        return None
+    return str(_redis(get_settings().queue_url).info("server")["run_id"])
+
+
+def waiting_in_broker(queue: str, job_ids: list[str]) -> set[str] | None:
+    """The ids among ``job_ids`` whose message still waits in ``queue``; None
+    when the broker cannot be asked (only the Redis transport can). Raises
+    when the broker is unreachable."""
+    if not job_ids:
+        return set()
+    if not inspectable():
+        return None
+    client = _redis(get_settings().queue_url)
+    raw = [m for suffix in _PRIORITY_SUFFIXES for m in client.lrange(queue + suffix, 0, -1)]
     return {j for j in job_ids if any(j.encode() in m for m in raw)}
 
 
@@ -75,8 +90,9 @@ def send(queued: list[tuple[str, str]]) -> None:
     for job_id, queue in queued:
         try:
             enqueue(job_id, queue)
-        except Exception:  # broker down: the job is stored; the workers' reaper sends it later
-            log.warning("could not enqueue job %s now; it stays queued for the reaper", job_id, exc_info=True)
+        except Exception as exc:  # broker down: the job is stored; the workers' reaper sends it once it is back
+            log.warning("could not enqueue job %s now (%s: %s); it stays queued for the reaper", job_id,
+                        type(exc).__name__, exc)
 
 
 def enqueue_after_commit(session: Session, job: Job) -> None:

@@ -3,7 +3,7 @@ UPDATE), kept alive by a heartbeat, its trajectory and candidates saved after
 every attempt, finished (or cancelled) in one place. A job whose worker died
 (stale heartbeat) can be claimed again and resumes from its saved trajectory;
 candidates are upserted by (job, attempt id), so none is lost or duplicated.
-Cancellation is checked at every save. The reaper finds jobs to send again."""
+Cancellation is checked at every save. What the reaper sends again: reaper.py."""
 
 from __future__ import annotations
 
@@ -124,23 +124,6 @@ def cancel_job(session: Session, user: User, job_id: str) -> Job:
         notify_finished(session, job.id)
     session.flush()
     return job
-
-
-def to_reap(session: Session, stale_s: float, requeue_after_s: float) -> list[tuple[str, str, str]]:
-    """(id, queue, status) of running jobs whose heartbeat is stale and of
-    queued jobs last sent `requeue_after_s` ago."""
-    now = utcnow()
-    stale = now - timedelta(seconds=stale_s)
-    long_ago = now - timedelta(seconds=requeue_after_s)
-    return [tuple(r) for r in session.execute(select(Job.id, Job.queue, Job.status).where(
-        ((Job.status == JobStatus.RUNNING) & (Job.heartbeat_at < stale))
-        | ((Job.status == JobStatus.QUEUED) & ((Job.heartbeat_at.is_(None) & (Job.created_at < long_ago))
-                                             | (Job.heartbeat_at < long_ago))))).all()]
-
-
-def mark_sent(session: Session, job_id: str) -> None:
-    """The heartbeat of a queued job is when it was last enqueued."""
-    session.execute(update(Job).where(Job.id == job_id).values(heartbeat_at=utcnow()))
 
 
 def unfinished_jobs(session: Session, owner_name: str) -> list[str]:

@@ -15,12 +15,13 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.routing import APIRoute
 
 from ..errors import KForgeError, NotAuthenticated
+from ..outages import RETRY_AFTER_S, dependency_down
 from .render import render
 from .security import HEADERS
 
 log = logging.getLogger("kforge.web")
 TITLES = {401: "Sign in needed", 403: "Refused", 404: "Not found", 409: "Conflict", 422: "Invalid request",
-          500: "Something went wrong"}
+          500: "Something went wrong", 503: "Try again shortly"}
 
 
 def login_redirect(request: Request) -> RedirectResponse:
@@ -50,9 +51,15 @@ class PageRoute(APIRoute):
             except RequestValidationError as exc:
                 where = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors())
                 response = error_page(request, 422, where)
-            except Exception:
-                log.exception("page %s failed", request.url.path)
-                response = error_page(request, 500, "internal error")
+            except Exception as exc:
+                down = dependency_down(exc)
+                if down is None:
+                    log.exception("page %s failed", request.url.path)
+                    response = error_page(request, 500, "internal error")
+                else:  # an outage, not a bug: say so, and when to retry
+                    log.warning("page %s: the %s is unreachable", request.url.path, down)
+                    response = error_page(request, 503, f"the {down} is unreachable; retry in {RETRY_AFTER_S} s")
+                    response.headers["Retry-After"] = str(RETRY_AFTER_S)
             for key, value in HEADERS.items():
                 response.headers.setdefault(key, value)
             return response

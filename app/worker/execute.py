@@ -5,12 +5,21 @@ The job's row is handled by app/jobs (claim with a lease, heartbeat, saves
 after every attempt, finish); this module runs what the job's spec asks for:
 an evaluation, or a search with the knowledge base, on this process's warm
 judge behind the device lock.
+
+Only the job's own failures mark it failed. A database or broker outage
+(app/outages.py) is waited out, keeping the lease (the heartbeat goes on
+trying): the claim, the reads and the final write are tried again
+(outlast.py), and a run that met the outage resumes from its last save once
+the dependency is back. An outage longer than KFORGE_OUTAGE_WAIT_S leaves the
+job as it is, to be resumed later, not failed.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
+from functools import partial
 from typing import Any
 
 from agents.search import SearchConfig, Trajectory
@@ -19,10 +28,14 @@ from sandbox import Judge
 from ..jobs.lease import Heartbeat, JobStopped, claim, finish, load_spec, persist
 from ..jobs.specs import EvaluateSpec, JobSpec, OptimizeSpec
 from ..jobs.status import JobStatus
+from ..outages import dependency_down
 from ..settings import Settings, get_settings
+from .outlast import outlast, pause
 
 log = logging.getLogger("kforge.worker")
 _JUDGE: Judge | None = None
+# Resumptions after outages within one execution: a database error that keeps coming back is not an outage.
+MAX_RESUMES = 20
 
 
 def judge() -> Judge:
@@ -37,24 +50,45 @@ def execute_job(job_id: str, settings: Settings | None = None) -> str:
     """Run (or resume) one job to its end; returns its final status, or
     "skipped" when another worker holds it."""
     settings = settings or get_settings()
-    url, lease = settings.db_url, uuid.uuid4().hex
-    if not claim(url, job_id, lease, settings.stale_after_s):
+    url, lease, wait_s = settings.db_url, uuid.uuid4().hex, settings.outage_wait_s
+    if not outlast(lambda: claim(url, job_id, lease, settings.stale_after_s), wait_s, f"claiming job {job_id}"):
         return "skipped"
     beat = Heartbeat(url, job_id, lease, settings.heartbeat_s)
     beat.start()
     try:
-        status, result = _run(load_spec(url, job_id), job_id, lease, settings, beat)
-        finish(url, job_id, lease, status, result=result)
-        return status
-    except JobStopped as exc:
-        finish(url, job_id, lease, JobStatus.CANCELLED if str(exc) == "cancelled" else JobStatus.QUEUED)
-        return JobStatus.CANCELLED
-    except Exception as exc:
-        log.exception("job %s failed", job_id)
-        finish(url, job_id, lease, JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000])
-        return JobStatus.FAILED
+        return _to_the_end(job_id, lease, settings, beat)
     finally:
         beat.stop_event.set()
+
+
+def _to_the_end(job_id: str, lease: str, settings: Settings, beat: Heartbeat) -> str:
+    url, wait_s = settings.db_url, settings.outage_wait_s
+    for resumes in range(MAX_RESUMES + 1):
+        try:
+            spec = outlast(lambda: load_spec(url, job_id), wait_s, f"job {job_id}")
+            status, result = _run(spec, job_id, lease, settings, beat)
+            _finish(settings, job_id, lease, status, result=result)
+            return status
+        except JobStopped as exc:
+            status = JobStatus.CANCELLED if str(exc) == "cancelled" else JobStatus.QUEUED
+            _finish(settings, job_id, lease, status)
+            return status if status == JobStatus.CANCELLED else "lease lost"
+        except Exception as exc:
+            down = dependency_down(exc)
+            if down is None:
+                log.exception("job %s failed", job_id)
+                _finish(settings, job_id, lease, JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000])
+                return JobStatus.FAILED
+            if resumes == MAX_RESUMES:
+                raise
+            log.warning("job %s met an outage of the %s (%s); resuming from its last save", job_id, down,
+                        type(exc).__name__)
+            time.sleep(pause(resumes))
+    raise AssertionError("unreachable")
+
+
+def _finish(settings: Settings, job_id: str, lease: str, status: str, **extra: Any) -> None:
+    outlast(partial(finish, settings.db_url, job_id, lease, status, **extra), settings.outage_wait_s, f"job {job_id}")
 
 
 def _run(spec: JobSpec, job_id: str, lease: str, settings: Settings,

@@ -45,6 +45,7 @@ class RedisServer:
     def __init__(self, tmp: Path) -> None:
         self.port = free_port()
         self.tmp = tmp
+        self.appendonly = False  # True: an append-only file in `tmp`, so a restart keeps the queues
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -52,8 +53,9 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        aof = "yes" if self.appendonly else "no"
         self.proc = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no", "--dir", str(self.tmp)], stdout=subprocess.DEVNULL)
+                                      "--appendonly", aof, "--dir", str(self.tmp)], stdout=subprocess.DEVNULL)
         deadline = time.time() + 10
         while time.time() < deadline:
             try:

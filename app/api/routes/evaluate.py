@@ -19,7 +19,7 @@ from ..deps import CurrentUser, DbDep, RateLimit, SettingsDep
 from ..errors import responses
 
 router = APIRouter(prefix="/v1/evaluate", tags=["evaluate"], dependencies=[RateLimit],
-                   responses=responses(400, 401, 422, 429, 500))
+                   responses=responses(400, 401, 422, 429, 500, 503))
 
 
 def create(session: Session, user, body: EvaluateCreate) -> dict:  # noqa: ANN001

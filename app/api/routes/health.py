@@ -1,4 +1,6 @@
-"""Liveness, readiness (database and broker reachable) and Prometheus metrics."""
+"""Liveness, readiness (database and broker reachable, probes.py) and
+Prometheus metrics (which probe the dependencies too, so a scrape says which
+one is down)."""
 
 from __future__ import annotations
 
@@ -8,12 +10,11 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
-from sqlalchemy import text
 
-from ...db.session import engine_for
-from ...jobs.broker import celery_app
+from ...outages import RETRY_AFTER_S
 from ..deps import SettingsDep
 from ..errors import error_response, responses
+from ..probes import probe
 
 router = APIRouter(tags=["health"], responses=responses(500))
 
@@ -35,26 +36,16 @@ def healthz() -> dict:
 
 @router.get("/readyz", response_model=Ready, responses=responses(503), summary="Database and broker reachable")
 def readyz(request: Request, settings: SettingsDep) -> JSONResponse:
-    checks = {}
-    try:
-        with engine_for(settings.db_url).connect() as conn:
-            conn.execute(text("SELECT 1"))
-        checks["database"] = "ok"
-    except Exception as exc:
-        checks["database"] = f"unreachable: {type(exc).__name__}"
-    try:
-        with celery_app().connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=3)
-        checks["broker"] = "ok"
-    except Exception as exc:
-        checks["broker"] = f"unreachable: {type(exc).__name__}"
+    checks = probe(settings)
     failed = [f"{name}: {state}" for name, state in checks.items() if state != "ok"]
     if failed:
-        return error_response(request, 503, "not ready: " + "; ".join(failed), failed)
+        return error_response(request, 503, "not ready: " + "; ".join(failed), failed,
+                              headers={"Retry-After": str(RETRY_AFTER_S)})
     return JSONResponse({"status": "ready", **checks})
 
 
 @router.get("/metrics", summary="Prometheus metrics (text exposition format)", response_class=Response,
             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
-def metrics() -> Response:
+def metrics(settings: SettingsDep) -> Response:
+    probe(settings)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -18,7 +18,7 @@ from ...schemas import JobCreate, JobDetail, JobOut, JobPage, Text
 from ..deps import CurrentUser, DbDep, RateLimit
 from ..errors import responses
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[RateLimit], responses=responses(401, 422, 429, 500))
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[RateLimit], responses=responses(401, 422, 429, 500, 503))
 Status = Literal[tuple(s.value for s in JobStatus)]  # type: ignore[valid-type]  # the one list, as a schema enum
 
 

@@ -16,7 +16,7 @@ from ..deps import CurrentUser, RateLimit, SettingsDep
 from ..errors import responses
 
 router = APIRouter(prefix="/v1/kb", tags=["knowledge base"], dependencies=[RateLimit],
-                   responses=responses(401, 422, 429, 500))
+                   responses=responses(401, 422, 429, 500, 503))
 Filter = Annotated[Text | None, Query(max_length=100)]
 
 

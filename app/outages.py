@@ -1,0 +1,36 @@
+"""Telling a dependency outage from a bug. An exception that says the database
+or the broker could not be reached (refused, dropped, timed out, shutting
+down) names that dependency; the API answers it with 503 and Retry-After
+(app/api/errors.py), and a worker waits it out and resumes the job instead of
+failing it (app/worker/execute.py). Anything else is the code's or the job's
+own failure."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from kombu.exceptions import OperationalError as KombuOperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+Dependency = Literal["database", "broker"]
+# Seconds a client is told to wait: a restart or a fail-over takes a few.
+RETRY_AFTER_S = 5
+DATABASE_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, PoolTimeout)
+BROKER_ERRORS: tuple[type[BaseException], ...] = (KombuOperationalError, RedisConnectionError, RedisTimeoutError)
+
+
+def dependency_down(exc: BaseException | None) -> Dependency | None:
+    """"database" or "broker" when `exc` (or what it was raised from) is that
+    dependency being unreachable; None otherwise."""
+    seen = 0
+    while exc is not None and seen < 5:
+        if isinstance(exc, DATABASE_ERRORS) or (isinstance(exc, DBAPIError) and exc.connection_invalidated):
+            return "database"
+        if isinstance(exc, BROKER_ERRORS):
+            return "broker"
+        exc, seen = exc.__cause__, seen + 1
+    return None
+
