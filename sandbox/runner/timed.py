@@ -32,7 +32,7 @@ _Tensor = torch.Tensor
 
 # Memory the timing sets of one problem may take (inputs and outputs, in each
 # process that holds them); fewer sets when a call's tensors are large.
-TIMING_BYTES = 256 << 20
+TIMING_BYTES = 128 << 20
 MIN_SETS = 3
 MIN_SETS_LARGE = 2
 
