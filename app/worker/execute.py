@@ -16,7 +16,8 @@ from typing import Any
 from agents.search import SearchConfig, Trajectory
 from sandbox import Judge
 
-from ..jobs.lease import Heartbeat, JobStopped, claim, finish, load_spec, persist
+from ..backends import GpuProbe
+from ..jobs.lease import Heartbeat, JobStopped, claim, finish, load_spec, persist, record_backend
 from ..jobs.specs import EvaluateSpec, JobSpec, OptimizeSpec
 from ..jobs.status import JobStatus
 from ..settings import Settings, get_settings
@@ -33,9 +34,10 @@ def judge() -> Judge:
     return _JUDGE
 
 
-def execute_job(job_id: str, settings: Settings | None = None) -> str:
+def execute_job(job_id: str, settings: Settings | None = None, probe: GpuProbe | None = None) -> str:
     """Run (or resume) one job to its end; returns its final status, or
-    "skipped" when another worker holds it."""
+    "skipped" when another worker holds it. ``probe`` names the GPU this worker
+    sees (default: torch's answer), which decides what ``backend: auto`` runs."""
     settings = settings or get_settings()
     url, lease = settings.db_url, uuid.uuid4().hex
     if not claim(url, job_id, lease, settings.stale_after_s):
@@ -43,7 +45,10 @@ def execute_job(job_id: str, settings: Settings | None = None) -> str:
     beat = Heartbeat(url, job_id, lease, settings.heartbeat_s)
     beat.start()
     try:
-        status, result = _run(load_spec(url, job_id), job_id, lease, settings, beat)
+        spec = load_spec(url, job_id)
+        if isinstance(spec, OptimizeSpec) and spec.backend_choice is None:
+            spec = _choose(spec, job_id, lease, settings, probe)
+        status, result = _run(spec, job_id, lease, settings, beat)
         finish(url, job_id, lease, status, result=result)
         return status
     except JobStopped as exc:
@@ -55,6 +60,15 @@ def execute_job(job_id: str, settings: Settings | None = None) -> str:
         return JobStatus.FAILED
     finally:
         beat.stop_event.set()
+
+
+def _choose(spec: OptimizeSpec, job_id: str, lease: str, settings: Settings, probe: GpuProbe | None) -> JobSpec:
+    """``auto`` becomes a backend here, where the device is known (the API host may have no GPU)."""
+    from ..compose import choose_backend
+
+    choice = choose_backend(settings, spec.backend, spec.device, probe=probe)
+    log.info("job %s: backend %s on %s (%s)", job_id, choice.backend, choice.device_name, choice.reason)
+    return record_backend(settings.db_url, job_id, lease, choice.to_dict())
 
 
 def _run(spec: JobSpec, job_id: str, lease: str, settings: Settings,
@@ -91,4 +105,5 @@ def _search(spec: OptimizeSpec, evaluator: Any, options: Any, job_id: str, lease
     lessons = learn(kb, traj, search.analysis, spec.backend, job_id, search.provider)
     persist(settings.db_url, job_id, lease, traj)
     summary = traj.summary()
-    return {**{k: summary[k] for k in ("best", "label", "usage", "stop_reason", "elapsed_s", "offline")}, "learned": lessons}
+    return {**{k: summary[k] for k in ("best", "label", "usage", "stop_reason", "elapsed_s", "offline")},
+            "learned": lessons, "backend_choice": spec.backend_choice}
