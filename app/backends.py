@@ -64,7 +64,7 @@ def visible_gpu() -> str | None:
 
 
 @dataclass(frozen=True)
-class BackendChoiceMade:
+class ChosenBackend:
     """What ran and why: ``reason`` reads "auto: no GPU found -> cpu"; ``device_name``
     is the CPU model and threads or the GPU's name (what the timings are labelled with)."""
 
@@ -80,7 +80,7 @@ class BackendChoiceMade:
         return asdict(self)
 
 
-def resolve_backend(requested: str, device: str | None, probe: GpuProbe, cpu_name: Callable[[], str]) -> BackendChoiceMade:
+def resolve_backend(requested: str, device: str | None, probe: GpuProbe, cpu_name: Callable[[], str]) -> ChosenBackend:
     """The backend and device a request runs with. An explicit backend is always
     honoured; auto follows an explicit device, else the probe: a GPU -> triton,
     none -> cpu (native C, timed for real)."""
@@ -101,6 +101,6 @@ def resolve_backend(requested: str, device: str | None, probe: GpuProbe, cpu_nam
     timed = on_gpu or backend == "cpu"
     if not timed:
         reason += " (no GPU: Triton runs in its interpreter, correctness only)"
-    return BackendChoiceMade(requested=requested, backend=backend, device=device,
+    return ChosenBackend(requested=requested, backend=backend, device=device,
                              device_kind="gpu" if on_gpu else "cpu",
                              device_name=(gpu or "CUDA device") if on_gpu else cpu_name(), reason=reason, timed=timed)

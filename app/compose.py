@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.providers import Provider, make_provider
 
-from .backends import BackendChoiceMade, GpuProbe, device_for, resolve_backend, visible_gpu
+from .backends import ChosenBackend, GpuProbe, device_for, resolve_backend, visible_gpu
 from .hardware import cpu_label
 from .settings import Settings, get_settings
 
@@ -44,7 +44,7 @@ def eval_options(settings: Settings | None = None, backend: str = "triton", *, d
 
 
 def choose_backend(settings: Settings | None, backend: str, device: str | None = None, *,
-                   probe: GpuProbe | None = None) -> BackendChoiceMade:
+                   probe: GpuProbe | None = None) -> ChosenBackend:
     """The one place ``--backend auto`` (every entry point's default) becomes a
     kernel backend: triton where the judge sees a GPU, cpu where none is; an
     explicit backend is honoured as asked. ``probe`` says which GPU is visible
