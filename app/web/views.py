@@ -61,7 +61,10 @@ def device_row(detail: dict[str, Any]) -> dict[str, str]:
                 "reason": choice.get("reason") or ""}
     if detail.get("gpu_kind"):
         return {"kind": "GPU", "name": detail["gpu_kind"], "where": where, "reason": ""}
-    return {"kind": "", "name": "chosen by the worker", "where": where, "reason": ""}
+    if detail["backend"] == "auto":
+        return {"kind": "", "name": "chosen by the worker when the job starts", "where": where, "reason": ""}
+    # A job from before the worker recorded its choice: only the cpu backend says what it ran on.
+    return {"kind": "CPU" if detail["backend"] == "cpu" else "", "name": "", "where": where, "reason": ""}
 
 
 def timing_caption(candidates: list[dict[str, Any]]) -> str | None:
