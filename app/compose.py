@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from agents.providers import Provider, make_provider
 
-from .backends import device_for
+from .backends import ChosenBackend, GpuProbe, device_for, resolve_backend, visible_gpu
+from .hardware import cpu_label
 from .settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -40,6 +41,17 @@ def eval_options(settings: Settings | None = None, backend: str = "triton", *, d
     if settings.cpu_threads is not None:
         values.setdefault("threads", settings.cpu_threads)
     return EvalOptions(**values)
+
+
+def choose_backend(settings: Settings | None, backend: str, device: str | None = None, *,
+                   probe: GpuProbe | None = None) -> ChosenBackend:
+    """The one place ``--backend auto`` (every entry point's default) becomes a
+    kernel backend: triton where the judge sees a GPU, cpu where none is; an
+    explicit backend is honoured as asked. ``probe`` says which GPU is visible
+    (tests pass a fake one: this machine may have none)."""
+    settings = settings or get_settings()
+    return resolve_backend(backend, device or settings.device, probe or visible_gpu,
+                           lambda: cpu_label(settings.cpu_threads))
 
 
 def build_provider(name: str, model: str | None, base_url: str | None) -> Provider | None:

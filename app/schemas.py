@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from .backends import Backend
+from .backends import BackendChoice
 
 MAX_SOURCE = 200_000
 
@@ -45,8 +45,10 @@ class JobCreate(BaseModel):
     reference: Text | None = Field(None, max_length=MAX_SOURCE, description="Reference source (KernelBench format).")
     problem: Text | None = Field(None, max_length=200, description="A bundled problem, e.g. level1/1_relu_scale.")
     name: Text | None = Field(None, max_length=200, description="Display name; defaults to the problem's.")
-    backend: Backend = Field("triton", description="Kernel language: triton, cuda, or cpu (C/C++ judged and timed on "
-                                                   "the CPU; implies device cpu).")
+    backend: BackendChoice = Field("auto", description=(
+        "Kernel language: auto (the worker picks triton when it sees a GPU, cpu when it sees none, and records "
+        "why in config.backend_choice), triton, cuda, or cpu (C/C++ judged and timed on the CPU; implies device "
+        "cpu)."))
     gpu_kind: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$", description="Routes to queue gpu-<kind>.")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     provider: Literal["offline", "openai", "anthropic"] = "offline"

@@ -22,14 +22,14 @@ from rich.table import Table
 from agents.search import SearchConfig
 from sandbox import JudgeError
 
-from ..backends import BackendError
+from ..backends import BackendError, check_backend
 from ..batch.baselines import default_path
 from ..batch.compare import compare
 from ..batch.run import BatchError, BatchRequest, rewrite_reports, run_batch
 from ..batch.suite import suite_root
 from ..batch.task import KB_MODES
 from ..batch.text import fmt, headline_rows
-from ..compose import eval_options
+from ..compose import choose_backend, eval_options
 from ..settings import get_settings
 
 batch_app = typer.Typer(no_args_is_help=True)
@@ -55,7 +55,8 @@ def run_command(
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget per search.")] = None,
     max_wall: Annotated[float | None, typer.Option("--max-wall", help="Wall-time budget per search, seconds.")] = None,
     target_speedup: Annotated[float | None, typer.Option("--target-speedup")] = None,
-    backend: Annotated[str, typer.Option(help="triton | cuda | cpu (cpu: C kernels, judged and timed on the CPU)")] = "triton",
+    backend: Annotated[str, typer.Option(help="auto | triton | cuda | cpu (auto: triton with a GPU, cpu without; with "
+                                              "--api, a GPU means --gpu-kind; cpu: C kernels timed on the CPU)")] = "auto",
     device: Annotated[str | None, typer.Option(help="auto | cpu | cuda")] = None,
     sandbox: Annotated[str | None, typer.Option(help="process | docker")] = None,
     held_out: Annotated[bool, typer.Option("--held-out/--no-held-out", help="Judge passing kernels at unseen sizes.")] = True,
@@ -74,6 +75,11 @@ def run_command(
     settings = get_settings()
     provider = provider or settings.provider
     try:
+        # Through --api the jobs run on the service's queue: gpu-<kind> workers have that GPU, queue cpu has none.
+        remote_gpu = (lambda: f"queue gpu-{gpu_kind}" if gpu_kind else None) if api else None
+        choice = choose_backend(settings, check_backend(backend), device, probe=remote_gpu)
+        err.print(f"backend {choice.backend} — {choice.reason}")
+        backend, device = choice.backend, choice.device
         options = eval_options(settings, backend, device=device, sandbox=sandbox)
     except BackendError as exc:
         fail(str(exc), as_json)
@@ -98,7 +104,8 @@ def run_command(
         err.print(f"interrupted: finished tasks are kept in {out}; run the same command again to resume")
         raise typer.Exit(130) from None
     if as_json:
-        sys.stdout.write(json.dumps({"out": str(out), "metrics": report["metrics"]}) + "\n")
+        sys.stdout.write(json.dumps({"out": str(out), "metrics": report["metrics"],
+                                     "backend_choice": choice.to_dict()}) + "\n")
     else:
         render_metrics(report)
         Console().print(f"reports: {out}/report.{{json,csv,md,html}}")

@@ -21,7 +21,7 @@ from agents.search import SearchConfig, Trajectory
 from sandbox import EvalOptions, JudgeError
 
 from ..backends import check_backend
-from ..compose import build_search, eval_options
+from ..compose import build_search, choose_backend, eval_options
 from ..kb.job_lessons import learn
 from ..settings import get_settings
 
@@ -41,7 +41,8 @@ def optimize_command(
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget.")] = None,
     max_wall: Annotated[float | None, typer.Option("--max-wall", help="Wall-time budget in seconds.")] = None,
     target_speedup: Annotated[float | None, typer.Option("--target-speedup")] = None,
-    backend: Annotated[str, typer.Option(help="triton | cuda | cpu (cpu: C kernels, judged and timed on the CPU)")] = "triton",
+    backend: Annotated[str, typer.Option(help="auto | triton | cuda | cpu (auto: triton with a GPU, cpu without; "
+                                              "cpu: C kernels, judged and timed on the CPU)")] = "auto",
     device: Annotated[str | None, typer.Option(help="auto | cpu | cuda")] = None,
     sandbox: Annotated[str | None, typer.Option(help="process | docker")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
@@ -50,12 +51,14 @@ def optimize_command(
 ) -> None:
     settings = get_settings()
     try:
+        choice = choose_backend(settings, check_backend(backend), device)
+        err.print(f"[bold]backend[/] {choice.backend} on {choice.device_name} — {choice.reason}")
         config = SearchConfig(max_rounds=max_rounds, candidates_per_round=candidates_per_round,
                               max_repairs=max_repairs, max_cost_usd=max_cost, max_tokens=max_tokens,
-                              max_wall_s=max_wall, target_speedup=target_speedup, backend=check_backend(backend))
-        options = eval_options(settings, backend, device=device, sandbox=sandbox)
+                              max_wall_s=max_wall, target_speedup=target_speedup, backend=choice.backend)
+        options = eval_options(settings, choice.backend, device=choice.device, sandbox=sandbox)
         summary = run_optimize(problem, provider or settings.provider, model, base_url, config, options, out, resume,
-                               quiet=False)
+                               quiet=False, choice=choice.to_dict())
     except (JudgeError, ProviderError, ValueError, OSError) as exc:
         report_error(str(exc), as_json)
         raise typer.Exit(2) from exc
@@ -73,8 +76,10 @@ def report_error(message: str, as_json: bool) -> None:
 
 
 def run_optimize(problem: Path, provider: str, model: str | None, base_url: str | None, config: SearchConfig,
-                 options: EvalOptions, out: Path | None, resume: bool, quiet: bool = True) -> dict[str, Any]:
-    check_backend(config.backend)
+                 options: EvalOptions, out: Path | None, resume: bool, quiet: bool = True,
+                 choice: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The search, its summary (with ``backend_choice``: what ran and why) and, with ``out``, its files."""
+    check_backend(config.backend, allow_auto=False)
     if provider not in ("offline", "openai", "anthropic"):
         raise ValueError(f"--provider {provider!r}: use offline, openai or anthropic")
     try:
@@ -90,6 +95,8 @@ def run_optimize(problem: Path, provider: str, model: str | None, base_url: str 
                         search.provider)
     summary = traj.summary()
     summary["learned"] = lessons
+    if choice:
+        summary["backend_choice"] = choice
     if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
@@ -131,3 +138,5 @@ def render_final(summary: dict[str, Any]) -> None:
     best = summary["best"]
     Console().print(f"best: {best['id']} ({best['source']})" if best else "no verified kernel found",
                     f"— {summary['label']}")
+    if summary.get("backend_choice"):
+        Console().print(f"backend: {summary['backend_choice']['reason']}")

@@ -108,6 +108,20 @@ def finish(url: str, job_id: str, lease: str, status: str, error: str | None = N
     publish_finished(*([job_id] if status in TERMINAL else []))
 
 
+def record_backend(url: str, job_id: str, lease: str, choice: dict[str, Any]) -> JobSpec:
+    """The backend this worker chose for the job (``auto`` resolved where the
+    device is known), kept on the row so a resumed run keeps it; the new spec."""
+    with transaction(url) as s:
+        job = s.get(Job, job_id)
+        if job is None or job.lease != lease:
+            raise JobStopped("lease lost")
+        job.backend = choice["backend"]
+        job.config = {**(job.config or {}), "backend_choice": choice,
+                      "device": choice["device"] or (job.config or {}).get("device")}
+        s.flush()
+        return spec_of(job)
+
+
 def load_spec(url: str, job_id: str) -> JobSpec:
     with transaction(url) as s:
         return spec_of(s.get(Job, job_id))

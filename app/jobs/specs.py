@@ -42,6 +42,11 @@ class OptimizeSpec:
     def device(self) -> str | None:
         return self.config.get("device")
 
+    @property
+    def backend_choice(self) -> dict[str, Any] | None:
+        """What the worker chose for ``auto`` (or was asked for) and why; None until it ran."""
+        return self.config.get("backend_choice")
+
     def search_fields(self) -> dict[str, Any]:
         return {k: v for k, v in self.config.items() if k in SEARCH_FIELDS}
 

@@ -74,6 +74,9 @@ class JobReport(BaseModel):
     has_best_kernel: bool = Field(description="best_kernel(job_id) will return code.")
     stop_reason: str | None = None
     error: str | None = None
+    backend: str = Field("auto", description="The kernel backend: auto until a worker chose one.")
+    backend_reason: str | None = Field(None, description='Why, e.g. "auto: no GPU found -> cpu".')
+    device: str | None = Field(None, description="What it runs on: the CPU model and threads, or the GPU's name.")
     recent: list[CandidateBrief] = Field(default_factory=list, description="The last candidates judged.")
 
     @classmethod
@@ -82,6 +85,7 @@ class JobReport(BaseModel):
         planned = int((detail.get("config") or {}).get("max_rounds", 0)) + 1
         rounds_done = len(detail.get("rounds", []))
         done = detail["status"] in TERMINAL
+        choice = (detail.get("config") or {}).get("backend_choice") or {}
         return cls(
             job_id=detail["id"], status=detail["status"], done=done, kind=detail.get("kind", "optimize"),
             problem=detail.get("problem_name", ""),
@@ -90,6 +94,8 @@ class JobReport(BaseModel):
             candidates_passed=sum(c["verdict"] == "pass" for c in cands), best_speedup=detail.get("best_speedup"),
             best_attempt_id=detail.get("best_attempt_id"), has_best_kernel=detail.get("best_attempt_id") is not None,
             stop_reason=(detail.get("result") or {}).get("stop_reason"), error=detail.get("error"),
+            backend=detail.get("backend") or "auto", backend_reason=choice.get("reason"),
+            device=choice.get("device_name"),
             recent=[CandidateBrief(attempt_id=c["attempt_id"], round=c["round"], strategy=c.get("strategy", ""),
                                    verdict=c["verdict"], speedup=c.get("speedup"), reasons=c.get("reasons", [])[:3])
                     for c in cands[-recent:]])
@@ -103,6 +109,8 @@ class JobReport(BaseModel):
 
     def summary(self) -> str:
         lines = [f"Job {self.job_id} ({self.problem}) {self.line()}."]
+        if self.backend_reason:
+            lines.append(f"Backend {self.backend} on {self.device}: {self.backend_reason}.")
         if self.error:
             lines.append(f"Error: {self.error}")
         for c in self.recent:

@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError
 from sandbox import JudgeError
 from sandbox import list_problems as suite
 
-from ..backends import Backend, device_for
+from ..backends import Backend, BackendChoice, device_for
 from ..errors import KForgeError
 from .backend import Backend as Service
 from .backend import Source, Submission, follow, problems_dir
@@ -26,7 +26,8 @@ from .models import BestKernel, Evaluation, JobReport, ProblemInfo, ProblemList,
 
 log = logging.getLogger("kforge.mcp")
 
-INSTRUCTIONS = """KForge judges kernels (Triton and CUDA C++ for GPUs, C/C++ for CPUs: backend cpu) written to
+INSTRUCTIONS = """KForge judges kernels (Triton and CUDA C++ for GPUs, C/C++ for CPUs: backend cpu, which
+submit_optimization's default backend auto picks where no GPU is visible) written to
 replace a PyTorch reference, and searches for faster ones. A reference (KernelBench format) defines `Model`, `get_inputs()` and
 `get_init_inputs()`; a candidate defines `ModelNew` with the same constructor and forward signature and
 must launch its own kernel. Work in a loop: write the candidate, call evaluate_kernel, read `reasons`
@@ -45,6 +46,9 @@ Device = Annotated[Literal["auto", "cpu", "cuda"] | None, Field(description=(
 KernelBackend = Annotated[Backend, Field(description=(
     "The kernel language: triton, cuda (CUDA C++) or cpu (C/C++ through kforge_native.load_c, judged and timed "
     "on the CPU)."))]
+JobBackend = Annotated[BackendChoice, Field(description=(
+    "The kernel language of the search: auto (default: triton where the worker sees a GPU, cpu where it sees "
+    "none, so a CPU-only machine gets measured speedups; the job says which and why), triton, cuda or cpu."))]
 GpuKind = Annotated[str | None, Field(pattern=r"^[a-z0-9_-]{1,32}$", description=(
     "Remote service only: route to the workers of this GPU kind (queue gpu-<kind>), e.g. 'h100'."))]
 WaitS = Annotated[float, Field(ge=0, le=600, description=(
@@ -96,7 +100,7 @@ def build_server(service: Service) -> MCPServer:
             "Who writes kernels: offline = KForge's own starter kernels only; openai / anthropic need the "
             "service's keys."))] = "offline",
         model: Annotated[str | None, Field(max_length=100, description="The provider's model name.")] = None,
-        backend: KernelBackend = "triton",
+        backend: JobBackend = "auto",
         device: Device = None,
         gpu_kind: GpuKind = None,
         candidates_per_round: Annotated[int, Field(ge=1, le=16)] = 2,

@@ -44,10 +44,27 @@ def job_view(job: Job) -> dict[str, Any]:
     best = next((c for c in candidates if c["attempt_id"] == detail["best_attempt_id"]), None)
     verdicts = {v: sum(1 for c in candidates if c["verdict"] == v) for v in ("pass", "fail", "error")}
     return {"job": detail, "candidates": candidates, "evaluation": evaluation_rows(detail), "usage": usage,
-            "best": best, "verdicts": verdicts,
+            "best": best, "verdicts": verdicts, "device": device_row(detail),
             "chart": best_speedup_chart(detail["rounds"]), "timing_caption": timing_caption(candidates),
             "live": detail["status"] in LIVE_STATUSES,
             "version": live_version(job, len(candidates))}
+
+
+def device_row(detail: dict[str, Any]) -> dict[str, str]:
+    """What the job runs on, named for what it is: "CPU" and its model, or "GPU"
+    and its name, once a worker chose; before that, where it will go."""
+    choice = (detail.get("config") or {}).get("backend_choice")
+    where = f"queue {detail['queue']}"
+    if choice:
+        kind = "GPU" if choice.get("device_kind") == "gpu" else "CPU"
+        return {"kind": kind, "name": choice.get("device_name") or "", "where": where,
+                "reason": choice.get("reason") or ""}
+    if detail.get("gpu_kind"):
+        return {"kind": "GPU", "name": detail["gpu_kind"], "where": where, "reason": ""}
+    if detail["backend"] == "auto":
+        return {"kind": "", "name": "chosen by the worker when the job starts", "where": where, "reason": ""}
+    # A job from before the worker recorded its choice: only the cpu backend says what it ran on.
+    return {"kind": "CPU" if detail["backend"] == "cpu" else "", "name": "", "where": where, "reason": ""}
 
 
 def timing_caption(candidates: list[dict[str, Any]]) -> str | None:

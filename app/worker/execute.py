@@ -25,7 +25,8 @@ from typing import Any
 from agents.search import SearchConfig, Trajectory
 from sandbox import Judge
 
-from ..jobs.lease import Heartbeat, JobStopped, claim, finish, load_spec, persist
+from ..backends import GpuProbe
+from ..jobs.lease import Heartbeat, JobStopped, claim, finish, load_spec, persist, record_backend
 from ..jobs.specs import EvaluateSpec, JobSpec, OptimizeSpec
 from ..jobs.status import JobStatus
 from ..outages import dependency_down
@@ -46,9 +47,10 @@ def judge() -> Judge:
     return _JUDGE
 
 
-def execute_job(job_id: str, settings: Settings | None = None) -> str:
+def execute_job(job_id: str, settings: Settings | None = None, probe: GpuProbe | None = None) -> str:
     """Run (or resume) one job to its end; returns its final status, or
-    "skipped" when another worker holds it."""
+    "skipped" when another worker holds it. ``probe`` names the GPU this worker
+    sees (default: torch's answer), which decides what ``backend: auto`` runs."""
     settings = settings or get_settings()
     url, lease, wait_s = settings.db_url, uuid.uuid4().hex, settings.outage_wait_s
     if not outlast(lambda: claim(url, job_id, lease, settings.stale_after_s), wait_s, f"claiming job {job_id}"):
@@ -56,16 +58,18 @@ def execute_job(job_id: str, settings: Settings | None = None) -> str:
     beat = Heartbeat(url, job_id, lease, settings.heartbeat_s)
     beat.start()
     try:
-        return _to_the_end(job_id, lease, settings, beat)
+        return _to_the_end(job_id, lease, settings, beat, probe)
     finally:
         beat.stop_event.set()
 
 
-def _to_the_end(job_id: str, lease: str, settings: Settings, beat: Heartbeat) -> str:
+def _to_the_end(job_id: str, lease: str, settings: Settings, beat: Heartbeat, probe: GpuProbe | None) -> str:
     url, wait_s = settings.db_url, settings.outage_wait_s
     for resumes in range(MAX_RESUMES + 1):
         try:
             spec = outlast(lambda: load_spec(url, job_id), wait_s, f"job {job_id}")
+            if isinstance(spec, OptimizeSpec) and spec.backend_choice is None:
+                spec = _choose(spec, job_id, lease, settings, probe)
             status, result = _run(spec, job_id, lease, settings, beat)
             _finish(settings, job_id, lease, status, result=result)
             return status
@@ -89,6 +93,15 @@ def _to_the_end(job_id: str, lease: str, settings: Settings, beat: Heartbeat) ->
 
 def _finish(settings: Settings, job_id: str, lease: str, status: str, **extra: Any) -> None:
     outlast(partial(finish, settings.db_url, job_id, lease, status, **extra), settings.outage_wait_s, f"job {job_id}")
+
+
+def _choose(spec: OptimizeSpec, job_id: str, lease: str, settings: Settings, probe: GpuProbe | None) -> JobSpec:
+    """``auto`` becomes a backend here, where the device is known (the API host may have no GPU)."""
+    from ..compose import choose_backend
+
+    choice = choose_backend(settings, spec.backend, spec.device, probe=probe)
+    log.info("job %s: backend %s on %s (%s)", job_id, choice.backend, choice.device_name, choice.reason)
+    return record_backend(settings.db_url, job_id, lease, choice.to_dict())
 
 
 def _run(spec: JobSpec, job_id: str, lease: str, settings: Settings,
@@ -125,4 +138,5 @@ def _search(spec: OptimizeSpec, evaluator: Any, options: Any, job_id: str, lease
     lessons = learn(kb, traj, search.analysis, spec.backend, job_id, search.provider)
     persist(settings.db_url, job_id, lease, traj)
     summary = traj.summary()
-    return {**{k: summary[k] for k in ("best", "label", "usage", "stop_reason", "elapsed_s", "offline")}, "learned": lessons}
+    return {**{k: summary[k] for k in ("best", "label", "usage", "stop_reason", "elapsed_s", "offline")},
+            "learned": lessons, "backend_choice": spec.backend_choice}

@@ -35,7 +35,7 @@ def test_eval_options_come_from_settings_and_the_backend():
     assert eval_options(Settings(device="cuda"), "cpu", device="auto").device == "cpu"
     with pytest.raises(BackendError, match="--backend cpu runs on the CPU"):
         eval_options(s, "cpu", device="cuda")
-    with pytest.raises(BackendError, match="use triton, cuda or cpu"):
+    with pytest.raises(BackendError, match="use auto, triton, cuda or cpu"):
         device_for("opencl", None)
     assert BACKENDS == ("triton", "cuda", "cpu")
 
@@ -51,11 +51,11 @@ def test_backend_flags_are_validated_with_the_contract_kept():
     assert code == 2 and out["verdict"] == "error" and "--backend cpu runs on the CPU" in out["reasons"][0]
     assert out["checks"] == {} and out["speedup"] is None and out["correct"] is False
     code, out, _ = eval_json(RELU, HONEST, "--backend", "opencl")
-    assert code == 2 and "use triton, cuda or cpu" in out["reasons"][0]
+    assert code == 2 and "use auto, triton, cuda or cpu" in out["reasons"][0]
     optimize = run_kforge("optimize", str(RELU), "--backend", "cpu", "--device", "cuda", "--json")
     assert optimize.returncode == 2 and "--backend cpu runs on the CPU" in optimize.stdout
     batch = run_kforge("batch", "run", str(ROOT / "problems"), "--backend", "opencl", "--json")
-    assert batch.returncode == 2 and "use triton, cuda or cpu" in batch.stdout
+    assert batch.returncode == 2 and "use auto, triton, cuda or cpu" in batch.stdout
     helps = [run_kforge(*cmd, "--help").stdout for cmd in (("eval",), ("optimize",), ("batch", "run"))]
     assert all("cpu" in h for h in helps) and "--fit-memory" in helps[2]
 
@@ -85,4 +85,4 @@ def test_rest_jobs_take_backend_cpu(api):
     assert clash.status_code == 422 and "--backend cpu runs on the CPU" in clash.text
     assert client.post("/v1/jobs", json={"problem": "level1/1_relu_scale", "backend": "opencl"}).status_code == 422
     schema = client.get("/openapi.json").json()["components"]["schemas"]["JobCreate"]["properties"]["backend"]
-    assert schema["enum"] == ["triton", "cuda", "cpu"]
+    assert schema["enum"] == ["auto", "triton", "cuda", "cpu"] and schema["default"] == "auto"

@@ -18,7 +18,8 @@ DISTIL = ('```json\n{"strategies": [{"title": "Fuse relu and scale in one pass",
 
 
 def optimize(env: dict, *args: str) -> dict:
-    proc = run_kforge("optimize", *args, "--json", "--device", "cpu", env=env)
+    # The scripted model writes Triton: the backend is named (auto would pick cpu on the CPU).
+    proc = run_kforge("optimize", *args, "--json", "--device", "cpu", "--backend", "triton", env=env)
     assert proc.returncode in (0, 1), proc.stderr
     return json.loads(proc.stdout)
 

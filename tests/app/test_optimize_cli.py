@@ -34,7 +34,7 @@ def test_optimize_repairs_a_compile_error_through_the_cli(llm_server, vendor, tm
     out = tmp_path / "run"
     proc = run_kforge("optimize", str(scripted.PROBLEM), "--provider", vendor, "--base-url", base,
                       "--max-rounds", "1", "--candidates-per-round", "1", "--json", "--out", str(out),
-                      "--device", "cpu", env={key: "sk-secret-abc", "KFORGE_PROVIDER": "offline"})
+                      "--device", "cpu", "--backend", "triton", env={key: "sk-secret-abc", "KFORGE_PROVIDER": "offline"})
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     llm = [c for r in summary["rounds"] for c in r["candidates"] if c["source"] == "llm"]

@@ -27,8 +27,8 @@ IDS = ["level1/1_relu_scale", "level1/2_gelu", "level1/3_sigmoid"]
 
 def batch_args(out: Path, cache: Path, *extra: str) -> list[str]:
     return ["batch", "run", str(ROOT / "problems"), "--level", "1", "--problems", "[123]_*", "--provider", "offline",
-            "--max-rounds", "0", "--offline-starters", "1", "--device", "cpu", "--out", str(out),
-            "--baseline-cache", str(cache), *extra]
+            "--max-rounds", "0", "--offline-starters", "1", "--device", "cpu", "--backend", "triton",
+            "--out", str(out), "--baseline-cache", str(cache), *extra]  # Triton's interpreter: reports without timing
 
 
 @pytest.fixture(scope="module")

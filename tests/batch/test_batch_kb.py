@@ -14,7 +14,9 @@ GELU = ROOT / "problems" / "level1" / "2_gelu.py"
 
 def test_batch_search_uses_a_strategy_learned_by_an_earlier_job(tmp_path):
     env = {"KFORGE_DATA_DIR": str(tmp_path / "data"), "KFORGE_PROVIDER": "offline"}
-    first = run_kforge("optimize", str(GELU), "--max-rounds", "0", "--json", "--device", "cpu", env=env)
+    # Both runs name the backend triton (auto would pick cpu here, whose seed strategies outrank one lesson).
+    first = run_kforge("optimize", str(GELU), "--max-rounds", "0", "--json", "--device", "cpu", "--backend", "triton",
+                       env=env)
     assert first.returncode in (0, 1), first.stderr
     learned = json.loads(first.stdout)["learned"]["strategies"]
     assert learned
@@ -22,7 +24,7 @@ def test_batch_search_uses_a_strategy_learned_by_an_earlier_job(tmp_path):
     out = tmp_path / "run"
     proc = run_kforge("batch", "run", str(ROOT / "problems"), "--level", "1", "--problems", "2_*",
                       "--provider", "offline", "--max-rounds", "0", "--offline-starters", "1", "--device", "cpu",
-                      "--no-held-out", "--out", str(out), "--baseline-cache", str(tmp_path / "cache.json"),
+                      "--backend", "triton", "--no-held-out", "--out", str(out), "--baseline-cache", str(tmp_path / "cache.json"),
                       "--kb", "use", "--json", env=env)
     assert proc.returncode in (0, 1), proc.stderr
     traj = json.loads((task_dir(out, "level1/2_gelu", 0) / "trajectory.json").read_text())

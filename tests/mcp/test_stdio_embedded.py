@@ -78,6 +78,9 @@ def test_a_job_outlives_its_server_and_is_followed_to_its_best_kernel(tmp_path):
             status = ok(await call(session, "job_status", progress, job_id=submitted["job_id"], wait_s=300))
             assert status["status"] == "succeeded", status
             assert status["done"] and status["progress"] == 1.0 and status["candidates_passed"] >= 1
+            # No backend given: auto, which with the server's device (KFORGE_DEVICE=cpu) is cpu, timed for real.
+            assert status["backend"] == "cpu" and status["backend_reason"] == "auto: device cpu asked for -> cpu"
+            assert status["device"] and status["best_speedup"] is not None
             values = [p for p, _, _ in progress.events]
             assert status["has_best_kernel"] and values[-1] == 1.0
             assert values == sorted(set(values)), "progress must strictly increase"

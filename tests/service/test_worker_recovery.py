@@ -13,7 +13,8 @@ from tests.service import scripted_llm
 from tests.service.conftest import token, wait_for
 
 JOB = {"problem": "level1/1_relu_scale", "provider": "openai", "model": "gpt-4o", "max_rounds": 3,
-       "candidates_per_round": 2, "max_repairs": 0, "device": "cpu"}
+       "candidates_per_round": 2, "max_repairs": 0, "device": "cpu",
+       "backend": "triton"}  # the scripted model writes Triton (auto would pick cpu here)
 
 
 def candidates(pg_url: str, job_id: str) -> list[str]:

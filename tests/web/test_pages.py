@@ -38,7 +38,7 @@ def test_dashboard_end_to_end(browser, procs, service_env, pg_url, tmp_path):
     alice, bob = make_token(pg_url, "alice"), make_token(pg_url, "bob")
     service_env["KFORGE_BATCH_DIR"] = str(tmp_path / "runs")
     url = procs.api()
-    # A real batch run (one problem, offline, CPU) into the runs folder the batch pages read, alongside the rest.
+    # A real batch run (one problem, offline, CPU; backend auto: cpu here) into the runs folder the batch pages read.
     batch = procs.start("batch", "run", "problems", "--problems", "level1/1_*", "--provider", "offline",
                         "--max-rounds", "0", "--offline-starters", "2", "--device", "cpu", "--json",
                         "--baseline-cache", str(tmp_path / "baselines.json"), "--out", str(tmp_path / "runs" / RUN),
@@ -66,6 +66,8 @@ def test_dashboard_end_to_end(browser, procs, service_env, pg_url, tmp_path):
     page.click("text=Submit a job")
     page.select_option("#problem", PROBLEM)
     page.fill("input[name=max_rounds]", "0")
+    assert page.eval_on_selector("select[name=backend]", "e => e.value") == "auto"  # the default, left as it is
+    assert "measured speedup" in page.inner_text("#backend-help")
     shot(page, "submit.png")
     assert page.eval_on_selector("#problem", "e => e.value") == PROBLEM
     page.click("form.submit button[type=submit]")
@@ -83,8 +85,12 @@ def test_dashboard_end_to_end(browser, procs, service_env, pg_url, tmp_path):
     verdicts = page.locator("tr.cand .v").all_inner_texts()
     assert verdicts and set(verdicts) <= {"pass", "fail", "error"} and "pass" in verdicts, verdicts
     main = page.inner_text("main")
-    assert job_id in main and "1_relu_scale" in main and "no GPU timing" in main
-    assert page.is_visible("#no-gpu")  # a CPU run: no chart of made-up speedups
+    assert job_id in main and "1_relu_scale" in main and "no GPU timing" not in main
+    # The form's default backend is auto: on this CPU-only machine the worker chose cpu, said why, and measured.
+    assert page.inner_text("#job-backend") == "cpu (auto: no GPU found -> cpu)"
+    assert page.inner_text("#job-device").startswith("CPU: ") and "GPU" not in page.inner_text("#job-device")
+    assert page.is_visible("svg.chart") and not page.is_visible("#no-gpu")
+    assert page.inner_text("#timing-caption").startswith("CPU timing") and "×" in page.inner_text("#best-speedup")
     assert "checks passed" in main and "Tokens and cost" in main
     assert page.get_attribute("a[download]", "href") == f"/v1/jobs/{job_id}/best"
     best = context.request.get(f"{url}/v1/jobs/{job_id}/best")  # the page's cookie authorises the API too
@@ -140,11 +146,12 @@ def test_dashboard_end_to_end(browser, procs, service_env, pg_url, tmp_path):
     assert batch.wait(timeout=240) == 0, (tmp_path / "batch.log").read_text()[-3000:]
     page.click("text=Batch runs")
     assert "100.0%" in page.inner_text(f"tr[data-run='{RUN}']")  # correct 1/1
-    assert page.is_visible("#no-gpu")  # a CPU run: no fast_p past 0
+    assert not page.is_visible("#no-gpu")  # --backend auto on this CPU-only machine: cpu, timed for real
     shot(page, "batch.png")
     page.click(f"text={RUN}")
     page.wait_for_url(f"{url}/batch/{RUN}")
-    assert "correct" in page.inner_text(f"tr[data-problem='{PROBLEM}']") and page.is_visible("#no-gpu")
+    assert "correct" in page.inner_text(f"tr[data-problem='{PROBLEM}']") and not page.is_visible("#no-gpu")
+    assert page.inner_text("#timing-kind").startswith("CPU wall time of native kernels")
     shot(page, "batch_run.png")
 
     # CSRF: a form post without the page's token, or from another origin, is refused.

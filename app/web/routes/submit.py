@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from pydantic import ValidationError
 
-from ...backends import BACKENDS
+from ...backends import CHOICES
 from ...errors import BadRequest
 from ...jobs import create as svc
 from ...jobs.broker import enqueue_after_commit
@@ -25,7 +25,7 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False)
 FIELDS = ("problem", "reference", "name", "backend", "gpu_kind", "device", "provider", "model", "base_url",
           "max_rounds", "candidates_per_round", "max_repairs", "max_cost_usd", "max_tokens", "max_wall_s",
           "target_speedup")
-DEFAULTS = {"backend": "triton", "device": "auto", "provider": "offline", "max_rounds": "3",
+DEFAULTS = {"backend": "auto", "device": "auto", "provider": "offline", "max_rounds": "3",
             "candidates_per_round": "2", "max_repairs": "2"}
 
 
@@ -55,7 +55,7 @@ def spec_from(form: dict[str, str]) -> dict[str, Any]:
 
 
 def submit_page(request: Request, user: Any, form: dict[str, str], errors: list[str], status_code: int = 200) -> Response:
-    page = {"form": {**DEFAULTS, **form}, "errors": errors, "problems": bundled_problems(), "backends": BACKENDS}
+    page = {"form": {**DEFAULTS, **form}, "errors": errors, "problems": bundled_problems(), "backends": CHOICES}
     return render(request, "submit.html", page, user=user, status_code=status_code, active="submit")
 
 
