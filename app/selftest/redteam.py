@@ -18,7 +18,7 @@ from .common import FIXTURES, OptionsFor, Part, failed_checks
 
 # --quick: one fixture per kind of exploit, cheap to judge.
 QUICK = ("decoy_kernel", "input_write", "hardcoded_shape", "reference_op_functional", "native_decoy",
-         "native_torch_work", "control_zero_add_native")
+         "native_torch_work", "control_zero_add_native", "claim_rerun_memo_native", "timed_stale_ring_native")
 
 
 def header(path: Path, key: str) -> str | None:
