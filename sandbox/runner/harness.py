@@ -285,7 +285,7 @@ def ablation(job: dict[str, Any], module: Any, launches: guards.LaunchCounter,
     """Forward once more with every custom kernel skipped: the judge fails the
     candidate if the output is still right. After timing it is the timed
     instance on a copy of the first timing set, which that instance has seen
-    many times, so results kept by content or by instance are found too;
+    (its first timed call), so results kept by content are found too;
     otherwise a fresh instance on the first default trial."""
     device, filename = job["device"], job["filename"]
     tag = "timing" if timed_model is not None else "default"
