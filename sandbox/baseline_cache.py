@@ -83,7 +83,7 @@ def settle(k: str, cached: list[dict[str, Any]] | None, fresh: list[dict[str, An
 
 
 def store(k: str, frames: list[dict[str, Any]]) -> None:
-    keep = [{"name": f["name"], "times_ms": [float(t) for t in f["times_ms"]], "plain_reps": f.get("plain_reps"),
+    keep = [{"name": f["name"], "times_ms": [float(t) for t in f["times_ms"]], "sets": f.get("sets"),
              "label": f.get("label"), "cpu_model": f.get("cpu_model"), "threads": f.get("threads"),
              "flush_bytes": f.get("flush_bytes")}
             for f in frames if f.get("name") in NAMES and f.get("times_ms")]

@@ -318,7 +318,7 @@ def _watched() -> dict[str, tuple[Any, str]]:
                                                         "_cuda_sync", "_Event", "_elapsed", "_record")),
                             ("sandbox.runner.harness", ("emit_timing", "snapshot_outputs", "sync", "_clone", "_to",
                                                          "_detach", "_copy", "build", "to_cpu")),
-                            ("sandbox.runner.guards", ("stray_work", "native_thread_count", "checksums")),
+                            ("sandbox.runner.guards", ("stray_work", "native_thread_count")),
                             ("sandbox.runner.provenance", ("Provenance", "reachable_tensors", "cost", "work_of",
                                                            "tensors_in"))):
         module = _sys.modules.get(mod_name)
@@ -357,18 +357,6 @@ class EvasionWatch:
 
 def dispatch_depth() -> int:
     return int(torch._C._len_torch_dispatch_stack())
-
-
-def checksums(values: list[Any]) -> list[list[float]]:
-    """(sum, sum of |x|) per output in float64: cheap evidence of every timed call's result."""
-    out = []
-    for v in values:
-        if isinstance(v, torch.Tensor) and (v.dtype.is_floating_point or not v.dtype.is_complex):
-            d = v.detach().to("cpu", torch.float64)
-            out.append([float(d.sum()), float(d.abs().sum())])
-        else:
-            out.append([float("nan"), float("nan")])
-    return out
 
 
 class TamperGuard:
