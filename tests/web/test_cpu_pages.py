@@ -129,6 +129,10 @@ def test_cpu_numbers_are_shown_and_labelled_as_cpu(browser, site):
         assert "batch_size 4096→768, dim 393216→65536" in row and "1.20×" in row
         assert "default" in page.inner_text("tr[data-problem='level1/1_a']")
         assert "no GPU timing" not in main and "66.7%" in main  # fast_1 vs eager: 2 of 3
+        # 1_a: 3.0x eager and torch.compile 2.0x eager, a kernel won; 19_relu: torch.compile is faster still
+        assert page.inner_text("#kernel-won").startswith("a kernel won 1 of 3 (kernel 1, eager 0, torch.compile 1")
+        assert page.inner_text("tr[data-problem='level1/19_relu'] td.fastest") == "torch.compile"
+        assert page.inner_text("tr[data-problem='level1/1_a'] td.fastest") == "kernel"
         shot(page, "batch_run_cpu.png")
 
         page.goto(f"{url}/batch")
