@@ -178,6 +178,10 @@ class Search:
                                  "why": "no verified kernel beat eager yet"} for p in more[len(proposals):]]
                 self.on_event({"kind": "round", "index": 0, "plan": round_.plan[len(proposals):]})
                 self._judge_proposals(traj, ctx, round_, more, start=len(proposals), until_faster=True)
+                # The plan keeps what was judged, so a resumed search sees round 0 as complete.
+                judged = sum(1 for a in round_.attempts if a.source == "offline")
+                round_.plan = round_.plan[:max(judged, len(proposals))]
+                self._save(traj)
 
     def _judge_proposals(self, traj: Trajectory, ctx: Context, round_: Round, proposals: list[Any],
                          start: int = 0, until_faster: bool = False) -> None:
