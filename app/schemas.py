@@ -123,7 +123,26 @@ class JobOut(BaseModel):
     candidates_count: int = 0
 
 
+class ComparisonOut(BaseModel):
+    """The fastest of {best kernel, eager PyTorch, torch.compile}, timed in the best kernel's judge run."""
+
+    fastest: Literal["kernel", "eager", "torch.compile", "unknown"] = Field(description=(
+        "unknown when no speedup was measured (Triton's interpreter on the CPU) or there is no verified kernel."))
+    summary: str = Field(description="The comparison in plain words.")
+    recommendation: str = Field(description="What to run: the kernel, the reference (eager) or torch.compile.")
+    attempt_id: str | None = Field(None, description="The best verified kernel compared.")
+    kernel_ms: float | None = Field(None, description="Median time of the kernel, ms.")
+    eager_ms: float | None = Field(None, description="Median time of eager PyTorch (the reference), ms.")
+    compile_ms: float | None = Field(None, description="Median time of torch.compile of the reference, ms.")
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    label: str = Field("", description="What the timing was measured on.")
+    kernel_beats_eager: bool = False
+
+
 class JobDetail(JobOut):
+    comparison: ComparisonOut | None = Field(None, description=(
+        "Optimisation jobs: whether the best kernel is worth using (null for evaluation jobs)."))
     config: dict[str, Any]
     rounds: list[dict[str, Any]]
     result: dict[str, Any] | None

@@ -41,6 +41,13 @@ class Coder:
                     {"role": "user", "content": prompt}]
         return self._ask(ctx, messages, prompt)
 
+    def speed_up(self, ctx: Context, draft: Draft, code: str, feedback: str) -> Draft:
+        """The candidate passed every check but is no faster than eager: ask for speed."""
+        prompt = render("faster", code=code, feedback=feedback)
+        messages = [*draft.messages, {"role": "assistant", "content": draft.completion.text},
+                    {"role": "user", "content": prompt}]
+        return self._ask(ctx, messages, prompt)
+
     def _ask(self, ctx: Context, messages: list[Message], prompt: str) -> Draft:
         system = render(variant("system_coder", ctx.backend), backend=ctx.backend)
         reply = self.provider.complete(system, messages, max_tokens=8192)

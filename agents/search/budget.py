@@ -31,6 +31,8 @@ class SearchConfig:
     stagnation_rounds: int = 2
     backend: str = "triton"             # "triton" | "cuda" | "cpu" (C kernels built by kforge_native)
     offline_starters: int = 4
+    # further offline proposals judged while no verified kernel beats eager (where speed is measured)
+    offline_extra: int = 4
     parallel: int = 4
 
     def __post_init__(self) -> None:

@@ -167,8 +167,28 @@ class Search:
             proposals = offline.propose(analysis, self.config.offline_starters)
         round_.plan = [{"title": f"offline: {p.family} {p.params}", "rationale": p.note} for p in proposals]
         self.on_event({"kind": "round", "index": 0, "plan": round_.plan})
+        self._judge_proposals(traj, ctx, round_, proposals)
+        if hasattr(offline, "plan") and self.config.offline_extra > 0 and self._slower_than_eager(traj):
+            # A verified kernel slower than eager is not a result: while the budget lasts, judge the
+            # engine's further parameter sets (deterministic, so a resumed round finds the same ones).
+            more = offline.plan(analysis, self.config.offline_starters + self.config.offline_extra,
+                                from_source(traj.reference)).proposals
+            if len(more) > len(proposals):
+                round_.plan += [{"title": f"offline: {p.family} {p.params}", "rationale": p.note,
+                                 "why": "no verified kernel beat eager yet"} for p in more[len(proposals):]]
+                self.on_event({"kind": "round", "index": 0, "plan": round_.plan[len(proposals):]})
+                self._judge_proposals(traj, ctx, round_, more, start=len(proposals), until_faster=True)
+                # The plan keeps what was judged, so a resumed search sees round 0 as complete.
+                judged = sum(1 for a in round_.attempts if a.source == "offline")
+                round_.plan = round_.plan[:max(judged, len(proposals))]
+                self._save(traj)
+
+    def _judge_proposals(self, traj: Trajectory, ctx: Context, round_: Round, proposals: list[Any],
+                         start: int = 0, until_faster: bool = False) -> None:
         done = {a.id for a in round_.attempts}
-        for n, proposal in enumerate(proposals):
+        for n, proposal in enumerate(proposals[start:], start):
+            if until_faster and not self._slower_than_eager(traj):
+                return
             if f"r0-c{n}" in done:
                 continue
             self.budget.check(traj.usage, len(traj.attempts()))
@@ -177,6 +197,13 @@ class Search:
             round_.attempts.append(attempt)
             self._save(traj)
             self._judge(traj, ctx, attempt)
+
+    @staticmethod
+    def _slower_than_eager(traj: Trajectory) -> bool:
+        """The best verified kernel was timed for real and is no faster than eager: not done yet.
+        (Where speed is not measured -- Triton's interpreter -- a verified kernel is all there is.)"""
+        best = traj.best()
+        return best is not None and best.speedup is not None and best.speedup <= 1.0
 
     def _llm_rounds(self, traj: Trajectory, ctx: Context) -> None:
         assert self.planner is not None and self.coder is not None
@@ -227,6 +254,7 @@ class Search:
     def _attempt_with_repairs(self, traj: Trajectory, ctx: Context, round_: Round, n: int,
                               strategy: dict[str, Any], draft: Draft, parent: Attempt | None) -> None:
         previous: Attempt | None = None
+        slow = False
         for fix in range(self.config.max_repairs + 1):
             suffix = f"-fix{fix}" if fix else ""
             attempt = Attempt(id=f"r{round_.index}-c{n}{suffix}", round=round_.index, strategy=strategy["title"],
@@ -235,20 +263,25 @@ class Search:
             self._charge(traj, draft.completion, attempt)
             round_.attempts.append(attempt)
             if draft.code is None:
+                slow = False
                 attempt.verdict, attempt.reasons = "fail", [f"format: {draft.error}"]
                 feedback = f"- format: {draft.error}. Answer with the whole file in one ```python block."
                 self._save(traj)
                 self.on_event({"kind": "attempt", "attempt": attempt})
             else:
                 v = self._judge(traj, ctx, attempt)
-                if v.verdict == "pass":
+                # A verified kernel slower than eager is not done while repairs remain: the coder
+                # gets the judge's timing and is asked for speed, not correctness.
+                slow = v.verdict == "pass" and v.speedup is not None and v.speedup <= 1.0
+                if v.verdict == "pass" and not slow:
                     return
                 feedback = v.feedback()
             if fix == self.config.max_repairs:
                 return
             self.budget.check(traj.usage, len(traj.attempts()))
             previous = attempt
-            draft = self.coder.repair(ctx, draft, draft.code or "", feedback)
+            draft = (self.coder.speed_up(ctx, draft, draft.code or "", feedback) if draft.code is not None and slow
+                     else self.coder.repair(ctx, draft, draft.code or "", feedback))
 
 
 def _score(attempt: Attempt | None) -> float:

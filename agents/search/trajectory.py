@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .comparison import compare_attempt
+
 
 @dataclass
 class Attempt:
@@ -100,11 +102,13 @@ class Trajectory:
         return cls(rounds=rounds, **data)
 
     def summary(self) -> dict[str, Any]:
-        """The CLI's JSON contract: ``best`` and ``rounds``."""
+        """The CLI's JSON contract: ``best`` and ``rounds``; ``comparison`` names the fastest of
+        {best kernel, eager, torch.compile} from the best kernel's judge run (comparison.py)."""
         best = self.best()
         return {
             "problem": self.problem,
             "label": self.label,
+            "comparison": compare_attempt(best).to_json(),
             "best": None if best is None else {
                 "id": best.id, "code": best.code, "verdict": best.verdict, "speedup": best.speedup,
                 "strategy": best.strategy, "source": best.source, "timing": best.timing},

@@ -32,14 +32,15 @@ def render_html(report: dict[str, Any]) -> str:
         parts += [f'<p class="note">{escape(n)}</p>' for n in v["notes"]]
     parts.append('<h2>Plots</h2><div class="plots">' + fast_p_plot(view) + speedup_bars(report["problems"]) +
                  level_bars(m["per_level"]) + "</div>")
-    rows = [(r["problem"], f"{r['samples_correct']}/{r['samples']}", fmt(r["speedup_eager"], "x"),
+    rows = [(r["problem"], f"{r['samples_correct']}/{r['samples']}", r.get("fastest") or "n/a",
+             fmt(r["speedup_eager"], "x"),
              fmt(r["speedup_compile"], "x"), fmt(r.get("kernel_share"), "%"),
              r["held_out"] or "n/a", sizes_note(r.get("scaled")) or "default",
              str(r["tokens"]), fmt(r["cost_usd"], "$"), fmt(r["wall_s"], "s"),
              (r.get("error") or r.get("reasons") or "")[:200]) for r in report["problems"]]
     parts.append("<h2>Problems</h2>" + table(
-        ["problem", "correct", "speedup eager", "speedup compile", "kernel share", "held-out", "sizes", "tokens", "cost", "wall",
-         "note"], rows))
+        ["problem", "correct", "fastest", "speedup eager", "speedup compile", "kernel share", "held-out", "sizes",
+         "tokens", "cost", "wall", "note"], rows))
     body = "\n".join(parts)
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>KForge batch report</title>'
             f"<style>{CSS}</style></head><body>\n{body}\n</body></html>\n")

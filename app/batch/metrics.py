@@ -21,6 +21,10 @@ provider failure) counts as not correct; nothing is left out of a denominator.
 - **held-out pass rate**: among correct records whose held-out evaluation ran
   (the reference could run at the held-out sizes), the share that passed.
 - **tokens, dollars, wall time**: sums, and means per record.
+- **fastest**: per record, which of {the kernel, eager, torch.compile} the final
+  evaluation measured fastest (agents.search.comparison: "unknown" when no
+  speedup was measured, or no kernel was correct); `kernel_won` counts the
+  records a kernel actually won, `kernel_beats_eager` those faster than eager.
 
 Two views when `--samples K` > 1: `per_sample` treats every (problem, sample)
 as a record (the expected result of one attempt); `best_of_k` takes per problem
@@ -32,6 +36,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from typing import Any
+
+from agents.search import FASTEST, Comparison, compare
 
 from ..backends import timed_for_real
 
@@ -66,6 +72,23 @@ def cpu_note(records: list[dict[str, Any]]) -> str:
     labels = sorted({str(r.get("hardware")) for r in records if timed_on(r) == "cpu" and r.get("hardware")})
     return (f"CPU timing on {'; '.join(labels) or 'this machine'}: wall time of native kernels against eager "
             "PyTorch and torch.compile on the same threads; not GPU speed")
+
+
+def comparison_of(record: dict[str, Any]) -> Comparison:
+    """The record's comparison: stored by the task, or (older records) from its final
+    evaluation's medians and the speedups the task reported (which name a cached
+    torch.compile baseline as such in ``baseline_source``)."""
+    timing = dict(((record.get("final") or {}).get("timing")) or {})
+    for base, key in (("eager", "speedup_vs_eager"), ("compile", "speedup_vs_compile")):
+        value = record.get(f"speedup_{base}")
+        timing[key] = {"value": value} if value is not None else None
+    best = record.get("best") or {}
+    return compare(timing, verified=bool(record.get("correct")), attempt_id=best.get("id"))
+
+
+def fastest_of(record: dict[str, Any]) -> str:
+    stored = record.get("comparison") or {}
+    return stored.get("fastest") or comparison_of(record).fastest
 
 
 def fast_p(records: list[dict[str, Any]], baseline: str, p: float) -> float | None:
@@ -118,6 +141,10 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         missing = sum(1 for r in correct if r.get(key) is None)
         if timed and missing:
             out["notes"].append(f"{missing} correct record(s) have no speedup vs {base}; counted as not fast")
+    fastest = [fastest_of(r) for r in records]
+    out["fastest"] = {k: fastest.count(k) for k in FASTEST}
+    out["kernel_won"] = out["fastest"]["kernel"]
+    out["kernel_beats_eager"] = sum(1 for r in correct if (r.get("speedup_eager") or 0.0) > 1.0)
     held = [r["held_out"]["status"] for r in correct if r.get("held_out")]
     ran = [s for s in held if s in ("pass", "fail")]
     out["held_out"] = {"pass": ran.count("pass"), "fail": ran.count("fail"),
@@ -157,11 +184,13 @@ def problem_row(samples: list[dict[str, Any]]) -> dict[str, Any]:
     """One row per problem: its best sample's results and the sums over samples."""
     best = best_of(samples)
     held = (best.get("held_out") or {}).get("status") if best.get("correct") else None
+    comparison = best.get("comparison") or comparison_of(best).to_json()
     return {
         "problem": best["problem"], "level": best.get("level"), "samples": len(samples),
         "samples_correct": sum(1 for r in samples if r.get("correct")), "correct": bool(best.get("correct")),
         "status": best.get("status"), "speedup_eager": best.get("speedup_eager"),
         "speedup_compile": best.get("speedup_compile"), "baseline_source": best.get("baseline_source"),
+        "fastest": comparison["fastest"], "recommendation": comparison["recommendation"],
         "held_out": held, "device": best.get("device"), "hardware": best.get("hardware"),
         "scaled": best.get("scaled"),
         # Share of the reference's FLOPs the best kernel's own kernels did (the judge's kernel_provenance).

@@ -14,9 +14,9 @@ from . import metrics as M
 from .html import render_html
 from .text import fmt, headline_rows, sizes_note
 
-CSV_FIELDS = ("problem", "level", "samples", "samples_correct", "correct", "status", "speedup_eager", "speedup_compile",
-              "baseline_source", "kernel_share", "held_out", "device", "hardware", "scaled", "sizes", "tokens",
-              "cost_usd", "wall_s", "best_id", "error", "reasons")
+CSV_FIELDS = ("problem", "level", "samples", "samples_correct", "correct", "status", "fastest", "speedup_eager",
+              "speedup_compile", "baseline_source", "kernel_share", "held_out", "device", "hardware", "scaled", "sizes", "tokens",
+              "cost_usd", "wall_s", "best_id", "recommendation", "error", "reasons")
 _SLIM_DROP = ("rounds",)
 
 
@@ -71,16 +71,19 @@ def render_markdown(report: dict[str, Any]) -> str:
                      f"{fmt(v['fast_p_eager']['1'], '%')} | {fmt(v['geomean_speedup_eager'], 'x')} | "
                      f"{fmt(v['held_out']['pass_rate'], '%')} |")
     lines += ["", "## Problems", "",
-              "| problem | correct | speedup eager | speedup compile | kernel share | held-out | tokens | cost | wall | note |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| problem | correct | fastest | speedup eager | speedup compile | kernel share | held-out | tokens | cost | "
+              "wall | note |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in report["problems"]:
         note = "; ".join(filter(None, [sizes_note(r.get("scaled")), (r.get("error") or r.get("reasons") or "")[:120]]))
         note = note.replace("|", "/").replace("\n", " ")
-        lines.append(f"| {r['problem']} | {r['samples_correct']}/{r['samples']} | {fmt(r['speedup_eager'], 'x')} | "
+        lines.append(f"| {r['problem']} | {r['samples_correct']}/{r['samples']} | {r.get('fastest') or 'n/a'} | "
+                     f"{fmt(r['speedup_eager'], 'x')} | "
                      f"{fmt(r['speedup_compile'], 'x')} | {fmt(r.get('kernel_share'), '%')} | "
                      f"{r['held_out'] or 'n/a'} | {r['tokens']} | "
                      f"{fmt(r['cost_usd'], '$')} | {fmt(r['wall_s'], 's')} | {note} |")
     lines += ["", "Definitions: see `app/batch/metrics.py` (fast_0 equals the correctness rate; "
               "speedups are measured on a GPU, or for native kernels on the CPU (backend cpu); null otherwise; "
-              "kernel share: the share of the reference's FLOPs done by the best kernel's own kernels, not torch)."]
+              "kernel share: the share of the reference's FLOPs done by the best kernel's own kernels, not torch; "
+              "fastest: which of the kernel, eager PyTorch and torch.compile the final evaluation measured fastest)."]
     return "\n".join(lines) + "\n"

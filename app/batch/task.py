@@ -38,6 +38,7 @@ from ..settings import get_settings
 from .baselines import BaselineCache
 from .fit import with_memory_hint
 from .heldout import SCALES, SHRINK_SCALES, held_out
+from .metrics import comparison_of
 
 _JUDGE: Judge | None = None
 
@@ -178,6 +179,8 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
         "final": None if final is None else {k: final.get(k) for k in ("verdict", "reasons", "timing", "checks", "work")},
         **timed_fields(timed),
         "held_out": heldout,
+        "comparison": comparison_of({"final": final, "correct": bool(final and final["verdict"] == "pass"),
+                                     "best": {"id": best.id} if best else None, **timed_fields(timed)}).to_json(),
         "input_tokens": int(traj.usage["input_tokens"]), "output_tokens": int(traj.usage["output_tokens"]),
         "cost_usd": float(traj.usage["cost_usd"]),
         "search_wall_s": traj.elapsed_s, "eval_wall_s": eval_s, "wall_s": traj.elapsed_s + eval_s,

@@ -37,6 +37,12 @@ def headline_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
         curve = view[f"fast_p_{base}"]
         rows.append((f"fast_p vs {base}", "  ".join(f"p={p}: {fmt(v, '%')}" for p, v in curve.items())))
         rows.append((f"geomean speedup vs {base} (correct only)", fmt(view[f"geomean_speedup_{base}"], "x")))
+    if "fastest" in view:
+        f = view["fastest"]
+        rows.append(("fastest of kernel / eager / torch.compile",
+                     f"a kernel won {view['kernel_won']} of {view['records']} (kernel {f['kernel']}, eager {f['eager']}, "
+                     f"torch.compile {f['torch.compile']}, unknown {f['unknown']}); "
+                     f"{view['kernel_beats_eager']} kernel(s) faster than eager"))
     h = view["held_out"]
     rows.append(("held-out sizes pass rate", f"{fmt(h['pass_rate'], '%')} (pass {h['pass']}, fail {h['fail']}, "
                                              f"unavailable {h['unavailable']})"))

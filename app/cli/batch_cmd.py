@@ -104,7 +104,9 @@ def run_command(
         err.print(f"interrupted: finished tasks are kept in {out}; run the same command again to resume")
         raise typer.Exit(130) from None
     if as_json:
-        sys.stdout.write(json.dumps({"out": str(out), "metrics": report["metrics"],
+        problems = [{k: p.get(k) for k in ("problem", "correct", "fastest", "recommendation", "speedup_eager",
+                                           "speedup_compile")} for p in report["problems"]]
+        sys.stdout.write(json.dumps({"out": str(out), "metrics": report["metrics"], "problems": problems,
                                      "backend_choice": choice.to_dict()}) + "\n")
     else:
         render_metrics(report)
@@ -167,6 +169,8 @@ def task_line(r: dict[str, Any]) -> str:
         return f"[red]error[/] {where}: {str(r.get('error'))[:160]}"
     verdict = "[green]pass[/]" if r.get("correct") else "[red]fail[/]"
     speed = f" {r['speedup_eager']:.2f}x" if r.get("speedup_eager") else ""
+    fastest = (r.get("comparison") or {}).get("fastest")
+    speed += f", fastest: {fastest}" if fastest and fastest != "unknown" else ""
     held = f", held-out {(r.get('held_out') or {}).get('status')}" if r.get("held_out") else ""
     return f"{verdict} {where}{speed}{held} ({r.get('wall_s', 0):.1f} s)"
 

@@ -1,7 +1,8 @@
 """`kforge optimize PROBLEM.py`: search for a faster, verified kernel.
 
 Live progress goes to stderr (rich); with --json, stdout holds exactly one
-JSON object with `best` and `rounds`. Exit 0 when a verified kernel was
+JSON object with `best`, `comparison` (the fastest of {best kernel, eager,
+torch.compile} in the best kernel's judge run, and what to use) and `rounds`. Exit 0 when a verified kernel was
 found, 1 when none was, 2 on an unusable problem or request.
 """
 
@@ -71,7 +72,7 @@ def optimize_command(
 
 def report_error(message: str, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps({"error": message, "best": None, "rounds": []}) + "\n")
+        sys.stdout.write(json.dumps({"error": message, "best": None, "comparison": None, "rounds": []}) + "\n")
     err.print(f"[red]error:[/] {message}")
 
 
@@ -127,6 +128,22 @@ def progress_printer():
     return on_event
 
 
+def final_lines(summary: dict[str, Any]) -> list[str]:
+    """The result as a comparison first: which of {kernel, eager, torch.compile} was fastest and
+    what to use; the best kernel is named after it, and never as a win when it lost to eager."""
+    cmp_, best = summary["comparison"], summary["best"]
+    lines = [f"result: {cmp_['recommendation']}", f"  {cmp_['summary']}"]
+    if best:
+        lost = cmp_["speedup_vs_eager"] is not None and cmp_["speedup_vs_eager"] <= 1.0
+        what = "fastest verified kernel (slower than eager)" if lost else "best verified kernel"
+        lines.append(f"{what}: {best['id']} ({best['source']}) — {summary['label']}")
+    else:
+        lines.append(f"no verified kernel found — {summary['label']}")
+    if cmp_["label"]:
+        lines.append(f"timed on: {cmp_['label']}")
+    return lines
+
+
 def render_final(summary: dict[str, Any]) -> None:
     table = Table("candidate", "source", "strategy", "verdict", "speedup", "tokens", "cost $")
     for r in summary["rounds"]:
@@ -135,8 +152,7 @@ def render_final(summary: dict[str, Any]) -> None:
                           f"{c['speedup']:.2f}x" if c["speedup"] is not None else "-",
                           str(c["input_tokens"] + c["output_tokens"]), f"{c['cost_usd']:.4f}")
     Console().print(table)
-    best = summary["best"]
-    Console().print(f"best: {best['id']} ({best['source']})" if best else "no verified kernel found",
-                    f"— {summary['label']}")
+    for line in final_lines(summary):
+        Console().print(line, highlight=False)
     if summary.get("backend_choice"):
         Console().print(f"backend: {summary['backend_choice']['reason']}")

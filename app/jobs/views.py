@@ -10,6 +10,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload, selectinload
 
+from agents.search import compare_record
+
 from ..db.models import Candidate, Job, User
 from ..errors import NotFound
 from ..schemas import CandidateOut, JobDetail, JobOut
@@ -78,7 +80,9 @@ def compose_detail(summary: dict[str, Any], config: dict[str, Any], result: dict
         rounds.setdefault(cand["round"], []).append(cand)
     traj = trajectory or {}
     plans = {r["index"]: r.get("plan", []) for r in traj.get("rounds", [])}
-    data = {**summary, "config": config, "result": result, "usage": traj.get("usage"),
+    best = next((c for c in candidates if c["attempt_id"] == summary.get("best_attempt_id")), None)
+    comparison = compare_record(best).to_json() if summary.get("kind", "optimize") != "evaluate" else None
+    data = {**summary, "comparison": comparison, "config": config, "result": result, "usage": traj.get("usage"),
             "strategies_used": traj.get("strategies_used", []),
             "rounds": [{"index": i, "plan": [p.get("title", "") for p in plans.get(i, [])], "candidates": c}
                        for i, c in sorted(rounds.items())]}

@@ -113,7 +113,7 @@ def best_from_detail(detail: dict[str, Any], code: str) -> BestKernel:
     cand = next((c for r in detail.get("rounds", []) for c in r["candidates"] if c["attempt_id"] == attempt), {})
     return BestKernel(job_id=detail["id"], attempt_id=attempt, code=code, verdict=cand.get("verdict", "pass"),
                       speedup=cand.get("speedup", detail.get("best_speedup")), strategy=cand.get("strategy", ""),
-                      round=cand.get("round"))
+                      round=cand.get("round"), comparison=detail.get("comparison"))
 
 
 def problems_dir() -> str:

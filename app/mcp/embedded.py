@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import anyio
 from sqlalchemy import select
 
+from agents.search import compare_record
 from sandbox import JudgeError
 
 from ..db.models import User
@@ -113,8 +114,11 @@ class EmbeddedBackend:
         def read() -> BestKernel:
             with transaction(self.settings.db_url) as s:
                 code, cand = svc.best_code(s, self._user(s), job_id)
+                comparison = compare_record({"verdict": cand.verdict, "timing": cand.timing,
+                                             "attempt_id": cand.attempt_id}).to_json()
                 return BestKernel(job_id=job_id, attempt_id=cand.attempt_id, code=code, verdict=cand.verdict,
-                                  speedup=cand.speedup, strategy=cand.strategy, round=cand.round)
+                                  speedup=cand.speedup, strategy=cand.strategy, round=cand.round,
+                                  comparison=comparison)
 
         return await anyio.to_thread.run_sync(read)
 

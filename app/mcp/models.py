@@ -10,6 +10,10 @@ from pydantic import BaseModel, Field
 
 from ..jobs import status as job_status
 from ..jobs.status import TERMINAL
+from ..schemas import ComparisonOut
+
+COMPARISON = ("The fastest of {best kernel, eager PyTorch, torch.compile} timed in the best kernel's judge run, "
+              "with what to use: a kernel slower than eager is never a win.")
 
 
 class Evaluation(BaseModel):
@@ -78,6 +82,7 @@ class JobReport(BaseModel):
     backend_reason: str | None = Field(None, description='Why, e.g. "auto: no GPU found -> cpu".')
     device: str | None = Field(None, description="What it runs on: the CPU model and threads, or the GPU's name.")
     recent: list[CandidateBrief] = Field(default_factory=list, description="The last candidates judged.")
+    comparison: ComparisonOut | None = Field(None, description=COMPARISON)
 
     @classmethod
     def of(cls, detail: dict[str, Any], recent: int = 5) -> JobReport:
@@ -95,7 +100,7 @@ class JobReport(BaseModel):
             best_attempt_id=detail.get("best_attempt_id"), has_best_kernel=detail.get("best_attempt_id") is not None,
             stop_reason=(detail.get("result") or {}).get("stop_reason"), error=detail.get("error"),
             backend=detail.get("backend") or "auto", backend_reason=choice.get("reason"),
-            device=choice.get("device_name"),
+            device=choice.get("device_name"), comparison=detail.get("comparison"),
             recent=[CandidateBrief(attempt_id=c["attempt_id"], round=c["round"], strategy=c.get("strategy", ""),
                                    verdict=c["verdict"], speedup=c.get("speedup"), reasons=c.get("reasons", [])[:3])
                     for c in cands[-recent:]])
@@ -104,11 +109,15 @@ class JobReport(BaseModel):
         """One line for progress messages."""
         best = f", best {self.best_speedup:.2f}x" if self.best_speedup else (
             ", a verified kernel found" if self.has_best_kernel else "")
+        if self.best_speedup and self.best_speedup <= 1.0:
+            best += " (slower than eager)"
         return (f"{self.status}: round {self.rounds_done}/{self.rounds_planned}, "
                 f"{self.candidates_judged} candidate(s) judged, {self.candidates_passed} passed{best}")
 
     def summary(self) -> str:
         lines = [f"Job {self.job_id} ({self.problem}) {self.line()}."]
+        if self.comparison and (self.has_best_kernel or self.done):
+            lines.append(f"{self.comparison.recommendation} {self.comparison.summary}")
         if self.backend_reason:
             lines.append(f"Backend {self.backend} on {self.device}: {self.backend_reason}.")
         if self.error:
@@ -132,10 +141,13 @@ class BestKernel(BaseModel):
     speedup: float | None
     strategy: str = ""
     round: int | None = None
+    comparison: ComparisonOut | None = Field(None, description=COMPARISON)
 
     def summary(self) -> str:
         speed = f"{self.speedup:.2f}x over eager" if self.speedup else "no speedup measured"
-        return (f"Best verified kernel of job {self.job_id}: attempt {self.attempt_id} [{self.strategy}], "
+        # The comparison leads: a kernel slower than eager is handed over, but not as a win.
+        head = f"{self.comparison.recommendation} {self.comparison.summary}\n" if self.comparison else ""
+        return (f"{head}Best verified kernel of job {self.job_id}: attempt {self.attempt_id} [{self.strategy}], "
                 f"{self.verdict}, {speed}.\n\n```python\n{self.code}\n```")
 
 

@@ -133,7 +133,9 @@ def build_server(service: Service) -> MCPServer:
     @server.tool(title="Get the best kernel", annotations=read_only)
     async def best_kernel(job_id: JobId) -> Annotated[CallToolResult, BestKernel]:
         """The code of a job's best verified kernel (a complete candidate file defining ModelNew), with its
-        verdict, speedup and the strategy that produced it."""
+        verdict, speedup and the strategy that produced it, led by `comparison`: the fastest of the kernel,
+        eager PyTorch and torch.compile in the same judge run, and whether to use the kernel or keep the
+        reference."""
         with tool_errors():
             return result(await service.best(job_id))
 

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from agents.offline import OfflineEngine, run_offline
+from agents.search import compare
 
 from .common import PROBLEMS, OptionsFor, Part
 
@@ -45,8 +46,10 @@ def run(judge: Any, options_for: OptionsFor, device: str, quick: bool) -> Part:
         else:
             eager = _value(best.timing, "speedup_vs_eager")
             comp = _value(best.timing, "speedup_vs_compile")
+            comparison = compare(best.timing)
             case.update(family=best.proposal.family, params=best.proposal.params, speedup_vs_eager=eager,
-                        speedup_vs_compile=comp)
+                        speedup_vs_compile=comp, fastest=comparison.fastest,
+                        recommendation=comparison.recommendation)
             if eager:
                 eager_all.append(eager)
             if comp:

@@ -44,7 +44,7 @@ def job_view(job: Job) -> dict[str, Any]:
     best = next((c for c in candidates if c["attempt_id"] == detail["best_attempt_id"]), None)
     verdicts = {v: sum(1 for c in candidates if c["verdict"] == v) for v in ("pass", "fail", "error")}
     return {"job": detail, "candidates": candidates, "evaluation": evaluation_rows(detail), "usage": usage,
-            "best": best, "verdicts": verdicts, "device": device_row(detail),
+            "best": best, "comparison": detail["comparison"], "verdicts": verdicts, "device": device_row(detail),
             "chart": best_speedup_chart(detail["rounds"]), "timing_caption": timing_caption(candidates),
             "live": detail["status"] in LIVE_STATUSES,
             "version": live_version(job, len(candidates))}

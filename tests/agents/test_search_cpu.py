@@ -1,13 +1,16 @@
 """The LLM path with backend cpu, end to end: real judge, real SDK client, scripted model on
 loopback. The model is told the C candidate format and the CPU profile, its C that does not
 compile comes back with gcc's message, the repaired kernel is timed for real, and the offline
-engine's C starters are judged in round 0; the fastest verified kernel is the best."""
+engine's C starters are judged in round 0; the fastest verified kernel is the best. A verified
+kernel slower than eager does not end the search: the offline round judges further proposals
+and an LLM candidate gets a speed-up turn instead of stopping at its pass."""
 
 from __future__ import annotations
 
 import pytest
 
 from agents.offline import OfflineEngine
+from agents.offline.engine import Plan, Proposal
 from agents.providers import make_provider
 from agents.search import Search, SearchConfig
 from sandbox import EvalOptions, Judge
@@ -39,6 +42,10 @@ class ModelNew(nn.Module):
         lib.relu_scale(x, y, x.numel(), self.scale)
         return y
 '''
+# Right, and slow on purpose: y may alias x, so the compiler must run every one of the 400 passes.
+SLOW_C = GOOD_C.replace("    #pragma omp parallel for simd schedule(static)\n    for (int64_t i = 0; i < n; i++)",
+                        "    for (int rep = 0; rep < 400; rep++)\n    for (int64_t i = 0; i < n; i++)")
+assert SLOW_C != GOOD_C
 BROKEN_C = GOOD_C.replace("* s;\n", "* s\n")  # a missing semicolon: gcc says so
 PLAN = '```json\n{"strategies": [{"title": "fused relu-scale C loop", "rationale": "one pass", ' \
        '"steps": "omp parallel for simd"}]}\n```'
@@ -56,7 +63,8 @@ def test_cpu_backend_llm_and_offline_rounds(judge, tmp_path):
     with FakeLLMServer() as srv:
         srv.queue(*[Reply(text) for text in SCRIPT])
         provider = make_provider("openai", base_url=srv.openai_base_url, api_key="sk-test-key")
-        config = SearchConfig(max_rounds=1, candidates_per_round=1, max_repairs=1, offline_starters=2, backend="cpu")
+        config = SearchConfig(max_rounds=1, candidates_per_round=1, max_repairs=1, offline_starters=2, offline_extra=0,
+                              backend="cpu")
         # the app hands over its default (Triton) engine; the search asks it for the cpu backend's C templates
         search = Search(judge, EvalOptions(device="cpu"), provider=provider, config=config, offline=OfflineEngine(),
                         trajectory_path=tmp_path / "traj.json")
@@ -81,3 +89,46 @@ def test_cpu_backend_llm_and_offline_rounds(judge, tmp_path):
     assert "OpenMP" in requests[3] and "vs eager" in requests[3]
     timed = [a for a in attempts.values() if a.verdict == "pass"]
     assert traj.best() is max(timed, key=lambda a: a.speedup or 0.0)
+
+
+class SlowFirst:
+    """An engine (what Search needs of OfflineEngine: plan) whose first proposal is a kernel
+    slower than eager; its further proposals are deterministic, as the real engine's are."""
+
+    def plan(self, analysis, max_candidates, signature=None) -> Plan:
+        proposals = [Proposal("slow", {"rep": 400}, SLOW_C, "400 passes"), Proposal("loop", {}, GOOD_C, "one pass")]
+        return Plan("cpu", proposals=proposals[:max_candidates], matched=["slow: test"])
+
+
+def test_a_winner_slower_than_eager_does_not_end_the_offline_round(judge):
+    config = SearchConfig(max_rounds=0, offline_starters=1, offline_extra=1, backend="cpu")
+    traj = Search(judge, EvalOptions(device="cpu", compile_baseline=False), config=config, offline=SlowFirst()).run(
+        scripted.PROBLEM.read_text(), scripted.PROBLEM.name)
+    attempts = traj.attempts()
+    first = attempts[0]
+    assert first.id == "r0-c0" and first.verdict == "pass" and first.speedup is not None and first.speedup < 1.0
+    # the slower-than-eager pass is not the end: the next proposal is judged (budget permitting)
+    assert [a.id for a in attempts] == ["r0-c0", "r0-c1"]
+    assert traj.rounds[0].plan[1]["why"] == "no verified kernel beat eager yet"
+    summary = traj.summary()
+    assert summary["comparison"]["attempt_id"] == summary["best"]["id"]
+    if summary["best"]["speedup"] <= 1.0:
+        assert summary["comparison"]["recommendation"].startswith("Keep the reference")
+
+
+def test_a_slower_than_eager_pass_gets_a_speed_up_turn(judge):
+    script = [PLAN, "Four hundred passes.\n```python\n" + SLOW_C + "```", scripted.REVIEW,
+              "One pass.\n```python\n" + GOOD_C + "```", scripted.REVIEW]
+    with FakeLLMServer() as srv:
+        srv.queue(*[Reply(text) for text in script])
+        provider = make_provider("openai", base_url=srv.openai_base_url, api_key="sk-test-key")
+        config = SearchConfig(max_rounds=1, candidates_per_round=1, max_repairs=1, offline_starters=0, backend="cpu")
+        traj = Search(judge, EvalOptions(device="cpu", compile_baseline=False), provider=provider,
+                      config=config).run(scripted.PROBLEM.read_text(), scripted.PROBLEM.name)
+        requests = [str(r.body) for r in srv.requests]
+    slow, faster = traj.attempts()
+    assert slow.id == "r1-c0" and slow.verdict == "pass" and slow.speedup is not None and slow.speedup < 1.0
+    assert faster.id == "r1-c0-fix1" and faster.repair_of == "r1-c0" and faster.verdict == "pass"
+    # the coder was asked for speed, with the judge's timing, not told it failed
+    assert "not faster than eager PyTorch" in requests[3] and "vs eager" in requests[3]
+    assert "did not pass the judge" not in requests[3]

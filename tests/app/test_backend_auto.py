@@ -65,16 +65,32 @@ def test_the_real_probe_on_this_machine():
 def test_optimize_without_flags_measures_a_speedup_on_this_machine(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible: auto picks triton here")
-    proc = run_kforge("optimize", str(RELU), "--max-rounds", "0", "--json",
-                      env={"KFORGE_DATA_DIR": str(tmp_path), "KFORGE_PROVIDER": "offline"})
+    # The text a person reads, and summary.json (the same object --json prints) of the same run.
+    out = tmp_path / "run"
+    proc = run_kforge("optimize", str(RELU), "--max-rounds", "0", "--out", str(out),
+                      env={"KFORGE_DATA_DIR": str(tmp_path), "KFORGE_PROVIDER": "offline", "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
-    summary = json.loads(proc.stdout)
+    summary = json.loads((out / "summary.json").read_text())
     assert summary["backend_choice"]["backend"] == "cpu"
     assert summary["backend_choice"]["reason"] == "auto: no GPU found -> cpu"
     assert "auto: no GPU found -> cpu" in proc.stderr
     timing = summary["best"]["timing"]
     assert summary["best"]["speedup"] is not None and timing["device"] == "cpu"
     assert timing["speedup_vs_eager"]["value"] > 0 and timing["speedup_vs_compile"]["value"] > 0
+    # The result is a comparison from the best kernel's own judge run, and the text leads with it.
+    cmp_ = summary["comparison"]
+    assert cmp_["attempt_id"] == summary["best"]["id"]
+    assert cmp_["speedup_vs_eager"] == timing["speedup_vs_eager"]["value"]
+    assert cmp_["eager_ms"] == timing["baseline_eager"]["median_ms"]
+    times = {"kernel": cmp_["kernel_ms"], "eager": cmp_["eager_ms"], "torch.compile": cmp_["compile_ms"]}
+    assert cmp_["fastest"] == min(times, key=lambda k: (times[k], k != "eager"))
+    text = proc.stdout[proc.stdout.index("result: "):]
+    assert text.startswith(f"result: {cmp_['recommendation'][:60]}")
+    if cmp_["speedup_vs_eager"] <= 1.0:  # the usual case for this tiny problem: eager is hard to beat
+        assert cmp_["recommendation"].startswith("Keep the reference: no kernel beat eager PyTorch")
+        assert "fastest verified kernel (slower than eager): " in text and "best verified kernel" not in text
+    else:
+        assert "best verified kernel: " in text
 
 
 def run_job(client, url: str, tmp_path, body: dict, probe) -> dict:
@@ -99,8 +115,15 @@ def test_a_rest_job_without_a_backend_runs_cpu_here_and_triton_where_a_gpu_is_se
     best = job["result"]["best"]
     assert job["best_speedup"] is not None and best["timing"]["device"] == "cpu"
     assert {"speedup_vs_eager", "speedup_vs_compile"} <= set(best["timing"])
+    # The job's comparison: the same in its detail and its result, from the best kernel's judge run.
+    cmp_ = job["comparison"]
+    assert cmp_ == job["result"]["comparison"] and cmp_["attempt_id"] == job["best_attempt_id"]
+    assert cmp_["fastest"] in ("kernel", "eager", "torch.compile")
+    assert cmp_["kernel_beats_eager"] == (job["best_speedup"] > 1.0)
 
     # The worker sees a GPU (a fake probe: there is none here, so Triton's interpreter does the judging).
     job = run_job(client, url, tmp_path, {"problem": "level1/1_relu_scale", "max_rounds": 0}, gpu)
     assert job["backend"] == "triton" and job["best_attempt_id"] is not None
+    assert job["comparison"]["fastest"] == "unknown"  # Triton's interpreter: correctness only
+    assert job["comparison"]["summary"] == "Speed not measured (Triton interpreter): correctness only."
     assert job["config"]["backend_choice"]["reason"] == f"auto: GPU found ({FAKE_GPU}) -> triton"

@@ -41,6 +41,9 @@ def test_optimize_repairs_a_compile_error_through_the_cli(llm_server, vendor, tm
     assert [(c["id"], c["verdict"]) for c in llm] == [("r1-c0", "fail"), ("r1-c0-fix1", "pass")]
     assert any("SyntaxError" in r for r in llm[0]["reasons"])
     assert summary["best"]["verdict"] == "pass" and "ModelNew" in summary["best"]["code"]
+    # Triton in its interpreter: the comparison says speed was not measured and invents no number.
+    assert summary["comparison"]["fastest"] == "unknown" and summary["comparison"]["speedup_vs_eager"] is None
+    assert summary["comparison"]["summary"] == "Speed not measured (Triton interpreter): correctness only."
     prompts = [json.loads(line) for line in seen.read_text().splitlines()]
     coder_calls = [p for p in prompts if "fused relu-scale kernel" in json.dumps(p["body"])]
     assert any("SyntaxError" in json.dumps(p["body"]) for p in coder_calls), "the error reached the coder"

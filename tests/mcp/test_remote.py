@@ -71,6 +71,8 @@ def test_remote_service_over_http_and_stdio(procs, service_env):
             assert progress.events and progress.events[-1][0] == 1.0
             best = ok(await call(session, "best_kernel", job_id=submitted["job_id"]))
             assert "ModelNew" in best["code"] and best["attempt_id"] == status["best_attempt_id"]
+            assert best["comparison"] == status["comparison"] and best["comparison"]["fastest"] in (
+                "kernel", "eager", "torch.compile", "unknown")
 
     async def wrong_token() -> None:
         backend = RemoteBackend(api, "kf_wrong")

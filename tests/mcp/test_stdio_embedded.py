@@ -84,8 +84,14 @@ def test_a_job_outlives_its_server_and_is_followed_to_its_best_kernel(tmp_path):
             values = [p for p, _, _ in progress.events]
             assert status["has_best_kernel"] and values[-1] == 1.0
             assert values == sorted(set(values)), "progress must strictly increase"
-            best = ok(await call(session, "best_kernel", job_id=submitted["job_id"]))
+            reply = await call(session, "best_kernel", job_id=submitted["job_id"])
+            best = ok(reply)
             assert "class ModelNew" in best["code"] and best["verdict"] == "pass"
             assert best["attempt_id"] == status["best_attempt_id"]
+            # Both tools carry the comparison; the best kernel's text leads with what to use.
+            cmp_ = best["comparison"]
+            assert cmp_ == status["comparison"] and cmp_["attempt_id"] == best["attempt_id"]
+            assert cmp_["kernel_beats_eager"] == (status["best_speedup"] > 1.0)
+            assert reply.content[0].text.startswith(cmp_["recommendation"])
 
     anyio.run(scenario)

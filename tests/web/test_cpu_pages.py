@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 from sqlalchemy.orm import Session
@@ -46,6 +47,14 @@ def timing(speedup: float) -> dict[str, Any]:
             "speedup_vs_compile": {"value": speedup / 3, "low": speedup / 3.2, "high": speedup / 2.8}}
 
 
+LOSING = {"device": "cpu", "label": CPU_LABEL,
+          "candidate": {"median_ms": 1.0, "q1_ms": 0.98, "q3_ms": 1.02, "reps": 30},
+          "baseline_eager": {"median_ms": 0.87, "q1_ms": 0.86, "q3_ms": 0.88, "reps": 30},
+          "baseline_compile": {"median_ms": 0.87 / 2.1, "q1_ms": 0.41, "q3_ms": 0.42, "reps": 30},
+          "speedup_vs_eager": {"value": 0.87, "low": 0.84, "high": 0.9},
+          "speedup_vs_compile": {"value": 0.87 / 2.1, "low": 0.4, "high": 0.43}}
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     url = f"sqlite:///{tmp_path / 'kforge.db'}"
@@ -56,6 +65,11 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
                   backend="cpu", status="succeeded", queue="cpu", config={"max_rounds": 1, "device": "cpu"},
                   best_attempt_id="r1-c0", best_speedup=10.3)
         s.add(job)
+        # A kernel slower than eager, with torch.compile fastest of the three (recorded judge timing).
+        losing = Job(owner_id=alice.id, problem_name="relu_scale_losing", reference="class Model: pass\n",
+                     backend="cpu", status="succeeded", queue="cpu", config={"max_rounds": 0, "device": "cpu"},
+                     best_attempt_id="r0-c0", best_speedup=0.87)
+        s.add(losing)
         s.add(Job(owner_id=alice.id, problem_name="a_triton_job", reference="class Model: pass\n", status="succeeded",
                   queue="cpu", config={}))
         s.flush()
@@ -63,7 +77,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
                              checks=CHECKS, speedup=3.6, timing=timing(3.6), code="SRC = '...'\n"),
                    Candidate(job_id=job.id, attempt_id="r1-c0", round=1, source="offline", verdict="pass",
                              checks=CHECKS, speedup=10.3, timing=timing(10.3), code="SRC = '...'\n")])
-        job_id = job.id
+        s.add(Candidate(job_id=losing.id, attempt_id="r0-c0", round=0, source="offline", verdict="pass",
+                        checks=CHECKS, speedup=0.87, timing=LOSING, code="SRC = '...'\n"))
+        job_id, losing_id = job.id, losing.id
     SqlStore(url).archive_put(ArchiveEntry(signature="sig-gelu", problem="gelu_sigmoid_fusion", code="x", speedup=10.3,
                                            arch="cpu", backend="cpu", job_id=job_id, attempt_id="r1-c0"))
     runs = tmp_path / "runs"
@@ -82,7 +98,7 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.started
-    yield {"url": f"http://127.0.0.1:{port}", "token": token, "job": job_id}
+    yield {"url": f"http://127.0.0.1:{port}", "token": token, "job": job_id, "losing": losing_id}
     server.should_exit = True
     thread.join(timeout=10)
 
@@ -113,6 +129,10 @@ def test_cpu_numbers_are_shown_and_labelled_as_cpu(browser, site):
         assert "batch_size 4096→768, dim 393216→65536" in row and "1.20×" in row
         assert "default" in page.inner_text("tr[data-problem='level1/1_a']")
         assert "no GPU timing" not in main and "66.7%" in main  # fast_1 vs eager: 2 of 3
+        # 1_a: 3.0x eager and torch.compile 2.0x eager, a kernel won; 19_relu: torch.compile is faster still
+        assert page.inner_text("#kernel-won").startswith("a kernel won 1 of 3 (kernel 1, eager 0, torch.compile 1")
+        assert page.inner_text("tr[data-problem='level1/19_relu'] td.fastest") == "torch.compile"
+        assert page.inner_text("tr[data-problem='level1/1_a'] td.fastest") == "kernel"
         shot(page, "batch_run_cpu.png")
 
         page.goto(f"{url}/batch")
@@ -124,5 +144,30 @@ def test_cpu_numbers_are_shown_and_labelled_as_cpu(browser, site):
         assert "10.30×" in row and "CPU" in row
         page.goto(f"{url}/kb?backend=cpu")
         assert page.eval_on_selector("select[name=backend]", "e => e.value") == "cpu"
+    finally:
+        context.close()
+
+
+def test_a_kernel_slower_than_eager_is_not_presented_as_a_win(browser, site):
+    url = site["url"]
+    # The REST job names the fastest of the three and what to use.
+    auth = {"Authorization": f"Bearer {site['token']}"}
+    losing = httpx.get(f"{url}/v1/jobs/{site['losing']}", headers=auth).json()["comparison"]
+    assert losing["fastest"] == "torch.compile" and losing["kernel_beats_eager"] is False
+    assert losing["recommendation"] == ("Keep the reference: no kernel beat eager PyTorch (best 0.87x); "
+                                        "torch.compile is 2.10x faster than eager here, use it.")
+    winning = httpx.get(f"{url}/v1/jobs/{site['job']}", headers=auth).json()["comparison"]
+    assert winning["fastest"] == "kernel" and winning["recommendation"].startswith("Use the kernel: 10.3x faster")
+
+    context, page = sign_in(browser, url, site["token"])
+    try:
+        page.goto(f"{url}/jobs/{site['losing']}")
+        assert page.inner_text("#best-slower") == "Slower than eager — keep the reference"
+        assert page.inner_text("#best-recommendation") == losing["recommendation"]
+        assert "Fastest: torch.compile" in page.inner_text("#best-comparison")
+        shot(page, "job_cpu_slower_than_eager.png")
+        page.goto(f"{url}/jobs/{site['job']}")
+        assert page.locator("#best-slower").count() == 0
+        assert page.inner_text("#best-recommendation").startswith("Use the kernel")
     finally:
         context.close()
