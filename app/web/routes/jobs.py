@@ -9,10 +9,10 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from ...errors import NotFound
 from ...jobs import views as svc
 from ...jobs.lease import cancel_job
+from ...jobs.listing import BACKENDS, Filters, list_page
 from ...jobs.status import LIVE, JobStatus
 from ..deps import FormData, WebSession, WebUser
 from ..diff import side_by_side
-from ...jobs.listing import BACKENDS, Filters, list_page
 from ..page_route import PageRoute
 from ..render import page_context, render, render_fragment
 from ..security import HEADERS, check_csrf

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from knowledge_base.facade import UnknownStrategy
 
+from knowledge_base.facade import UnknownStrategy
 from knowledge_base.filters import Filters
 
 from ...backends import BACKENDS
