@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,9 +48,17 @@ class Problem:
                 "constants": self.constants, "input_shapes": self.input_shapes}
 
 
+# CPython 3.11 keeps the AST builder's recursion depth in the ast module's state, which all threads
+# share: threads parsing at once can fail with "SystemError: AST constructor recursion depth mismatch"
+# (reports come from threaded programs; CPython gh-106905). Seen here as a 500 on POST /v1/jobs under
+# load (docs/benchmarks.md). The API parses references on several threads, so parsing takes turns.
+_AST_LOCK = threading.Lock()
+
+
 def parse_source(source: str, filename: str, require: tuple[str, ...] = REQUIRED) -> ast.Module:
     try:
-        tree = ast.parse(source, filename=filename)
+        with _AST_LOCK:
+            tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
         raise ProblemError(f"{filename}:{exc.lineno}: SyntaxError: {exc.msg}") from exc
     defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
