@@ -184,13 +184,18 @@ def _group_calls(problems: list[str]) -> str:
     return problems[0][:600] + (f" (and {len(calls) - 1} more timed call(s))" if len(calls) > 1 else "")
 
 
+def amend(check: Check, problem: str | None) -> Check:
+    """``check`` failed by one more finding (kept as it is when there is none)."""
+    if not problem:
+        return check
+    return Check(check.name, FAIL, f"{check.detail}; {problem}" if check.outcome == FAIL else problem)
+
+
 def timed_inputs_check(check: Check, post: dict[str, Any] | None) -> Check:
     """``inputs_unchanged`` over the timed calls too (compared after each one)."""
     changed = (post or {}).get("inputs_changed") or []
-    if not changed:
-        return check
-    text = f"timed calls {', '.join(map(str, changed[:8]))}: forward modified its inputs"
-    return Check("inputs_unchanged", FAIL, f"{check.detail}; {text}" if check.outcome == FAIL else text)
+    return amend(check, f"timed calls {', '.join(map(str, changed[:8]))}: forward modified its inputs"
+                 if changed else None)
 
 
 # Native CPU threads: CPU time of the process over the timed calls, per second

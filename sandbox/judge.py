@@ -351,9 +351,7 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
         base = next((f for f in ref.of_kind("timing") if f.get("name") == "baseline_eager"), None)
         parity = C.thread_parity_problem(cand_timing, (base or cand_timing or {}).get("threads")) \
             if native_cpu else None
-        if parity:
-            found = [C.Check("no_stray_work", C.FAIL, f"{c.detail}; {parity}" if c.outcome == C.FAIL else parity)
-                     if c.name == "no_stray_work" else c for c in found]
+        found = [C.amend(c, parity) if c.name == "no_stray_work" else c for c in found]
     provenance, _ = C.provenance_check(plan, ref_trials, cand_trials, cand.first("post_timing"))
     found.append(provenance)
     found.append(C.ops_check(ref_trials, cand_trials))
