@@ -160,7 +160,8 @@ def post_timing_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]]
                       tol: tuple[float, float] | None) -> Check:
     """Every timed call's whole output against the reference's for its inputs:
     each timed repetition ran on a set of its own, never seen before, and the
-    runner kept what every one returned."""
+    runner kept what every one returned; so did the calls replayed under the
+    recorder on sets drawn after the pass."""
     sets = [i for i, s in enumerate(plan) if s["tag"] == "timing" and i in ref and "error" not in ref[i]]
     if post is None:
         return Check("post_timing", FAIL, "no outputs came back from the timed calls")
@@ -168,14 +169,23 @@ def post_timing_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]]
     problems = []
     if not outputs or len(outputs) > len(sets) or len(structures) != len(outputs):
         problems.append(f"{len(outputs)} timed outputs came back for {len(sets)} timed input sets")
-    for k, (i, outs) in enumerate(zip(sets, outputs if not problems else [])):
-        r = ref[i]
-        fmt, nonfinite, values = compare.output_problems(r["structure"], r["outputs"], structures[k],
+    calls = [(f"timed call {k}", k, structures[k], outs) for k, outs in enumerate(outputs if not problems else [])]
+    replayed = post.get("replayed") or []
+    r_outs, r_structs = post.get("replay_outputs") or [], post.get("replay_structures") or []
+    if len(r_outs) != len(replayed) or len(r_structs) != len(replayed) or not all(
+            isinstance(k, int) and 0 <= k < len(outputs) for k in replayed):
+        problems.append(f"{len(r_outs)} replayed outputs came back for timed calls {replayed}")
+    else:
+        calls += [(f"timed call {k} (recorded again)", k, st, o) for k, st, o in zip(replayed, r_structs, r_outs)]
+    for name, k, structure, outs in calls:
+        r = ref[sets[k]]
+        fmt, nonfinite, values = compare.output_problems(r["structure"], r["outputs"], structure,
                                                          outs, ["torch.Tensor"] * len(outs), tol)
-        problems += [f"timed call {k}: {p}" for p in fmt + nonfinite + values]
+        problems += [f"{name}: {p}" for p in fmt + nonfinite + values]
     return Check("post_timing", FAIL if problems else PASS,
                  ("outputs of the timed calls (each on inputs never seen before) are wrong: " + _group_calls(problems))
-                 if problems else f"all {len(outputs)} timed calls compared in full")
+                 if problems else f"all {len(outputs)} timed calls compared in full, "
+                                  f"{len(replayed)} of them again under the recorder")
 
 
 def _group_calls(problems: list[str]) -> str:
@@ -256,7 +266,7 @@ def ablation_check(ref: dict[int, dict[str, Any]], frame: dict[str, Any] | None,
 def provenance_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]],
                      cand: dict[int, dict[str, Any]], post: dict[str, Any] | None = None) -> tuple[Check, dict[str, Any]]:
     """Where the returned values came from, on every correctness trial and on
-    the one timed call the runner recorded (``post``, the post_timing frame):
+    the timed calls replayed under the recorder (``post``, the post_timing frame):
     each output written by a custom kernel, and the torch work it depends on
     at most ``work_share.TORCH_SHARE_MAX`` of the reference's FLOPs. Returns
     the check and the shares of the first default trial (for results and reports)."""
@@ -265,7 +275,8 @@ def provenance_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]],
     timing_sets = [i for i, s in enumerate(plan) if s["tag"] == "timing" and i in ref and "error" not in ref[i]]
     # The timing sets share one model and sizes: the first one's work is every one's.
     timed_work = (ref[timing_sets[0]].get("work") or {}) if timing_sets else {}
-    for k, watched in enumerate((post or {}).get("provenance_reps") or []):
+    watched_reps = (post or {}).get("provenance_reps") or []
+    for k, watched in zip((post or {}).get("replayed") or range(len(watched_reps)), watched_reps):
         if isinstance(watched, dict) and watched:
             for p in work_share.problems(timed_work, watched):
                 found.setdefault(" ".join(p.split()[:2]), []).append(f"trial timed{k}: {p}")

@@ -65,6 +65,7 @@ _ALLOWED = re.compile("|".join((
     r"|extend|trunc|pow|add|sub|eq|ne|lt|le|gt|ge|unord)[a-z]*\d",  # libgcc arithmetic helpers
     r"__(?:mem(?:cpy|move|set))_chk",
     r"__atomic_\w+", r"GOMP_\w+",
+    r"cblas_[sdcz]\w+|cblas_i[sdcz]a(?:max|min)",  # OpenBLAS's compute routines (not openblas_set_*, xerbla)
     r"_Z(?:nw|na|dl|da)\w*",  # operator new / delete
     r"_ZSt\d+__throw_\w+", r"_ZSt\d+__glibcxx_assert_fail\w*",
     r"_ZT[ISV](?:St\d+|N10__cxxabiv1)\w*",  # typeinfo and vtables of std and cxxabi classes (exceptions)

@@ -259,8 +259,10 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
         params = list(timing_model.parameters()) + list(timing_model.buffers())
 
         def record(model: Any, args: list[Any]) -> provenance.Provenance:
-            # What the model holds now (buffers it made on an earlier call included).
-            return provenance.Provenance(launches, list(args) + params, provenance.reachable_tensors(model, module))
+            # What the model holds now (buffers it made on an earlier call included); native
+            # writes proven by canaries, as on every correctness call.
+            return provenance.Provenance(launches, list(args) + params, provenance.reachable_tensors(model, module),
+                                         canary=True)
 
         def snapshot(out: Any) -> tuple[str, list[Any]]:
             structure, outs, _ = snapshot_outputs(out)
@@ -271,6 +273,8 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                           lambda: sync(device), watch)
         emit({"kind": "post_timing", "outputs": watch.outputs, "structures": watch.structures,
               "provenance_reps": watch.provenance, "inputs_changed": watch.inputs_changed,
+              "replayed": watch.replayed, "replay_outputs": watch.replay_outputs,
+              "replay_structures": watch.replay_structures,
               "tamper": guard.changed() + list(dict.fromkeys(evasion.events)), "launches": launches.count,
               "launch_names": dict(launches.names)})
     # Last, so that nothing it leaves behind can touch another check.

@@ -28,7 +28,9 @@ native code runs, so a wrong call is a clear error, not a crash.
 
 Builds use ``gcc``/``g++ -O3 -march=native -fopenmp -fPIC -shared`` and are
 cached by a hash of the source, the language, the flags and the compiler's
-version. Under the judge the libraries are built before the candidate runs,
+version. Libraries link against OpenBLAS (its OpenMP build, so its threads
+are the OpenMP threads the judge grants) where the machine has it, as needed:
+a kernel that includes ``<cblas.h>`` may call its ``cblas_*`` routines. Under the judge the libraries are built before the candidate runs,
 by trusted code, into a cache the candidate can only read (``prebuilt``);
 the candidate's own process never invokes the compiler there.
 
@@ -58,6 +60,9 @@ STD = {"c": "-std=gnu11", "c++": "-std=gnu++17"}
 # only what the allowed headers declare or the source defines.
 STRICT = {"c": ("-Werror=implicit-function-declaration",), "c++": ()}
 COMPILER = {"c": "gcc", "c++": "g++"}
+# OpenBLAS's OpenMP build (Debian: libopenblas0-openmp), linked only into libraries that call it.
+BLAS_DIRS = ("/usr/lib/x86_64-linux-gnu/openblas-openmp", "/usr/lib/aarch64-linux-gnu/openblas-openmp")
+BLAS_LIB = "libopenblas.so.0"
 SUFFIX = {"c": ".c", "c++": ".cpp"}
 BUILD_TIMEOUT_S = 120.0
 
@@ -175,11 +180,26 @@ def compiler_versions() -> dict[str, str]:
     return {lang: _compiler_version(cc) for lang, cc in COMPILER.items()}
 
 
+@functools.cache
+def blas_dir() -> str | None:
+    """Where OpenBLAS's OpenMP build lies on this machine, if it does."""
+    return next((d for d in BLAS_DIRS if os.path.exists(os.path.join(d, BLAS_LIB))), None)
+
+
+def link_flags() -> tuple[str, ...]:
+    """Linker flags after the object: OpenBLAS where present, as needed (a
+    library that calls no BLAS routine does not depend on it)."""
+    found = blas_dir()
+    if found is None:
+        return ()
+    return ("-Wl,--as-needed", f"-L{found}", f"-l:{BLAS_LIB}", f"-Wl,-rpath,{found}")
+
+
 def key_spec() -> dict[str, str]:
     """Language -> everything but the source that enters ``source_key`` here
     (flags, standard, compiler version): the judge computes keys from the
     sandbox's spec, so a sandbox with other code or another compiler agrees."""
-    return {lang: "\0".join((" ".join(FLAGS + STRICT[lang]), STD[lang], _compiler_version(cc)))
+    return {lang: "\0".join((" ".join(FLAGS + STRICT[lang] + link_flags()), STD[lang], _compiler_version(cc)))
             for lang, cc in COMPILER.items()}
 
 
@@ -236,7 +256,7 @@ def build_inspected(source: str, lang: str = "c", name: str = "kernel", cache_di
         _compile([COMPILER[lang], *compile_flags, "-c", "-o", "k.o", src], work, src)
         facts = native_inspect.inspect_build(COMPILER[lang], compile_flags, lang, src, "k.o", work) \
             if inspect else None
-        _compile([COMPILER[lang], *FLAGS, "-o", "lib.so", "k.o"], work, src)
+        _compile([COMPILER[lang], *FLAGS, "-o", "lib.so", "k.o", *link_flags()], work, src)
         os.replace(os.path.join(work, "lib.so"), target)  # atomic: a reader never sees half a library
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -3,19 +3,27 @@
 Every timed repetition runs on inputs the model has never seen (fresh draws
 of ``get_inputs``, made by the reference's runner), loaded into the same
 buffers before the call, so a result kept by content or by buffer identity is
-never the right answer. The candidate's pass is watched on every repetition
-alike (``Watch``): each call runs under the same recorder, and after it, out
-of the timed region, its whole output is kept for the judge, its inputs are
-compared with what was loaded, and its provenance summary is taken. No call
-is singled out, so there is nothing for a candidate to tell apart.
+never the right answer. The candidate's timed calls are plain calls, as the
+baselines' are (a recorder on them would add its own cost, ~30 us per torch
+op, to the candidate's time only); after each one, out of the timed region,
+its whole output is kept for the judge and its inputs are compared with what
+was loaded (``Watch``). After the pass, ``REPLAYED_SETS`` of its sets, drawn
+then (the candidate cannot know which while it is timed), run again under the
+provenance recorder: their provenance is checked and their outputs compared
+like the timed ones. What a timed call could do differently from a recorded
+one is bounded by those checks: its output is right on inputs never seen, its
+inputs untouched, its threads counted over the pass (``cpus_used``) -- it can
+only compute, and its time is what that took.
 
 The runner's clock (outside this process) stamps the frames around the timed
-pass and around the same pass without the calls (``timing.run_null``); the
-difference is what the calls took, to corroborate the reported times.
+pass (after the warm-up) and around the same pass without the calls
+(``timing.run_null``); the difference is what the calls took, to corroborate
+the reported times.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +43,8 @@ _Tensor = torch.Tensor
 TIMING_BYTES = 128 << 20
 MIN_SETS = 3
 MIN_SETS_LARGE = 2
+# Timing sets run again under the recorder after the pass, drawn after it.
+REPLAYED_SETS = 3
 
 
 def nbytes(values: list[Any]) -> int:
@@ -64,11 +74,13 @@ def same_bits(a: Any, b: Any) -> bool:
 
 
 class Watch:
-    """The candidate's hooks on every timed call (see the module docstring).
+    """The candidate's hooks on the timed pass (see the module docstring).
 
     ``record(model, args)`` returns a context manager (the recorder) and
     ``summary(recorder, out)`` its provenance summary; ``snapshot(out)`` the
-    output's (structure, tensors)."""
+    output's (structure, tensors). ``outputs``/``structures``/``inputs_changed``
+    are per timed call; ``replayed`` names the sets run again under the
+    recorder, with their ``provenance``, ``replay_outputs`` and ``replay_structures``."""
 
     def __init__(self, record: Callable[[Any, list[Any]], Any], summary: Callable[[Any, Any], dict[str, Any]],
                  snapshot: Callable[[Any], tuple[str, list[Any]]]) -> None:
@@ -79,16 +91,19 @@ class Watch:
         self.structures: list[str] = []
         self.provenance: list[dict[str, Any]] = []
         self.inputs_changed: list[int] = []
+        self.replayed: list[int] = []
+        self.replay_outputs: list[list[Any]] = []
+        self.replay_structures: list[str] = []
 
 
 def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
                 warm_inputs: list[Any], sync: Callable[[], None], watch: Watch | None = None) -> list[float]:
     """Time ``model`` over ``sets`` (one repetition each) and emit a ``timing``
-    frame; with ``watch``, every repetition is recorded and checked too."""
+    frame; with ``watch``, every repetition is checked and some replayed under
+    the recorder (``replay``)."""
     device, budget = job["device"], job.get("time_budget_s", 10.0)
     buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
     last: list[Any] = [None]
-    recorder: list[Any] = [None]
     flush: Callable[[], object] | None = None
     meta: dict[str, Any] = {}
     if device != "cuda":
@@ -102,27 +117,16 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
                 _copy(buf, src)
         sync()
 
-    def before(i: int) -> None:
-        load(sets[i])
-        if watch is not None:
-            recorder[0] = watch.record(model, buffers)
-
     def call(i: int) -> None:
-        if recorder[0] is not None:
-            with recorder[0]:
-                last[0] = model(*buffers)
-        else:
-            last[0] = model(*buffers)
+        last[0] = model(*buffers)
 
-    def after(i: int) -> None:
+    def check(i: int) -> None:
         if watch is None:
             return
         sync()
         structure, outs = watch.snapshot(last[0])
         watch.structures.append(structure)
         watch.outputs.append(outs)
-        watch.provenance.append(watch.summary(recorder[0], last[0]))
-        recorder[0] = None
         if not all(same_bits(b, s) for b, s in zip(buffers, sets[i])):
             watch.inputs_changed.append(i)
 
@@ -131,15 +135,15 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
         last[0] = model(*buffers)
         sync()
 
-    def null_after(i: int) -> None:  # the same checks' cost, on the last real output
+    def null_check(i: int) -> None:  # the same checks' cost, on the last real output
         if watch is not None and last[0] is not None:
             watch.snapshot(last[0])
             all(same_bits(b, s) for b, s in zip(buffers, sets[i]))
 
-    loop = timing.Loop(len(sets), before, after, warm)
+    loop = timing.Loop(len(sets), load_set(load, sets), check, warm,
+                       start=lambda: emit({"kind": "phase", "name": f"{label}:loop_start"}))
     load_before = timing.load_average()
     with torch.no_grad():
-        emit({"kind": "phase", "name": f"{label}:loop_start"})
         if device == "cuda":
             times = timing.time_cuda(call, loop, budget)
         else:
@@ -149,11 +153,38 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
         emit({"kind": "phase", "name": f"{label}:loop_end", "reps": len(times)})
         if watch is not None:
             emit({"kind": "phase", "name": f"{label}:null_start"})
-            timing.run_null(timing.Loop(len(times), lambda i: load(sets[i]), null_after), len(times), device, flush)
+            timing.run_null(timing.Loop(len(times), load_set(load, sets), null_check), len(times), device, flush)
             emit({"kind": "phase", "name": f"{label}:null_end"})
     if device != "cuda" and loop.wall_ns:
         meta["cpus_used"] = round(loop.cpu_ns / loop.wall_ns, 3)
     meta["loadavg"] = [load_before, timing.load_average()]
     emit({"kind": "timing", "name": label, "times_ms": times, "sets": len(sets),
           "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL, **meta})
+    if watch is not None:
+        replay(model, sets[:len(times)], watch, buffers, load, sync)
     return times
+
+
+def load_set(load: Callable[[list[Any]], None], sets: list[list[Any]]) -> Callable[[int], None]:
+    return lambda i: load(sets[i])
+
+
+def replay(model: Any, sets: list[list[Any]], watch: Watch, buffers: list[Any],
+           load: Callable[[list[Any]], None], sync: Callable[[], None]) -> None:
+    """Runs ``REPLAYED_SETS`` of the timed sets again, drawn now, each under
+    the recorder: its provenance, output and inputs go into ``watch``."""
+    chosen = sorted(random.SystemRandom().sample(range(len(sets)), min(REPLAYED_SETS, len(sets))))
+    with torch.no_grad():
+        for i in chosen:
+            load(sets[i])
+            recorder = watch.record(model, buffers)
+            with recorder:
+                out = model(*buffers)
+            sync()
+            structure, outs = watch.snapshot(out)
+            watch.replayed.append(i)
+            watch.replay_structures.append(structure)
+            watch.replay_outputs.append(outs)
+            watch.provenance.append(watch.summary(recorder, out))
+            if not all(same_bits(b, s) for b, s in zip(buffers, sets[i])) and i not in watch.inputs_changed:
+                watch.inputs_changed.append(i)

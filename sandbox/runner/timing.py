@@ -133,14 +133,16 @@ class CacheFlush:
 class Loop:
     """What one timed pass over the input sets needs besides the call:
     ``before(i)`` loads set ``i`` (untimed), ``after(i)`` checks repetition
-    ``i``'s result (untimed); ``warm()`` is one warm-up call."""
+    ``i``'s result (untimed); ``warm()`` is one warm-up call; ``start()``
+    marks the end of the warm-up (the outside clock starts there)."""
 
     def __init__(self, sets: int, before: Hook = None, after: Hook = None,
-                 warm: Callable[[], object] | None = None) -> None:
+                 warm: Callable[[], object] | None = None, start: Callable[[], object] | None = None) -> None:
         self.sets = sets
         self.before = before
         self.after = after
         self.warm = warm
+        self.start = start
         self.cpu_ns = 0  # CPU time of every thread of the process over the timed pass
         self.wall_ns = 0
 
@@ -176,6 +178,8 @@ def time_cpu(fn: Callable[[int], object], loop: Loop, budget_s: float,
     for _ in range(warmup):  # warm-up (first-call costs, OpenMP pool start, torch.compile's compilation)
         if loop.warm is not None:
             loop.warm()
+    if loop.start is not None:
+        loop.start()
     deadline = _perf_ns() + int(budget_s * 1e9)
     times: list[float] = []
     # CPU time of all threads over the whole pass (per call it is too coarse to read).
@@ -203,6 +207,8 @@ def time_cuda(fn: Callable[[int], object], loop: Loop, budget_s: float, warmup: 
         if loop.warm is not None:
             loop.warm()
     _cuda_sync()
+    if loop.start is not None:
+        loop.start()
     times: list[float] = []
     deadline = _perf_ns() + int(budget_s * 1e9)
     for i in range(loop.sets):

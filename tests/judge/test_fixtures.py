@@ -1,4 +1,7 @@
-"""Every judge fixture through the real CLI, ``kforge eval ... --json``.
+"""Every judge fixture: hostile and broken ones through the real CLI,
+``kforge eval ... --json``; honest ones and cheats through one warm judge in
+this process (what the CLI runs, without a fresh sandbox per fixture: the
+runner forks every job from its zygote either way).
 
 honest -> pass (exit 0, no reasons); cheats, hostile and broken candidates ->
 fail (exit 1, reasons); broken references -> error (exit 2). Every run gets
@@ -66,6 +69,40 @@ def evaluate(candidate: Path, reference: Path, timeout: int = TIMEOUT) -> tuple[
     assert isinstance(report, dict)
     check_report_shape(report)
     return proc.returncode, report, combined
+
+
+@pytest.fixture(scope="module")
+def warm_judge() -> Iterator[Any]:
+    """One judge for the module, started with the fake secrets in its environment."""
+    from sandbox import Judge
+
+    saved = {k: os.environ.get(k) for k in SECRETS}
+    os.environ.update(SECRETS)
+    try:
+        with Judge(warm=True) as judge:
+            yield judge
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def judged(judge: Any, candidate: Path, reference: Path) -> tuple[int, dict[str, Any]]:
+    """What ``kforge eval --json`` answers (same options, same exit code), from the warm judge."""
+    from app.cli.eval_cmd import EXIT
+    from app.compose import eval_options
+    from app.settings import get_settings
+
+    options = eval_options(get_settings(), "triton", device="auto", timeout=TIMEOUT)
+    report = judge.evaluate(reference.read_text(), candidate.read_text(), reference.name, candidate.name,
+                            options).to_json()
+    text = json.dumps(report)
+    for name, value in SECRETS.items():
+        assert value not in text, f"the value of {name} leaked into the judge's result"
+    check_report_shape(report)
+    return EXIT[report["verdict"]], report
 
 
 def check_report_shape(report: dict[str, Any]) -> None:
@@ -157,8 +194,8 @@ BROKEN_CANDIDATES = fc.broken_candidates()
 
 
 @pytest.mark.parametrize("candidate, reference", HONEST, ids=_ids(HONEST))
-def test_honest_candidate_passes(candidate: Path, reference: Path) -> None:
-    code, report, _ = evaluate(candidate, reference)
+def test_honest_candidate_passes(warm_judge: Any, candidate: Path, reference: Path) -> None:
+    code, report = judged(warm_judge, candidate, reference)
     assert (code, report["verdict"], report["reasons"]) == (0, "pass", []), explain(code, report)
     assert report["correct"] is True
     assert "fail" not in report["checks"].values()
@@ -177,8 +214,8 @@ def _cheat_params() -> list:
 
 
 @pytest.mark.parametrize("candidate, reference", _cheat_params())
-def test_cheat_fails(candidate: Path, reference: Path) -> None:
-    code, report, _ = evaluate(candidate, reference)
+def test_cheat_fails(warm_judge: Any, candidate: Path, reference: Path) -> None:
+    code, report = judged(warm_judge, candidate, reference)
     assert (code, report["verdict"]) == (1, "fail"), explain(code, report)
     assert report["reasons"], "a fail must say why"
     assert_caught_by(candidate, report)

@@ -26,7 +26,8 @@ def test_problem_is_well_formed(path: Path) -> None:
     ref = module.Model(*module.get_init_inputs())
     inputs = module.get_inputs()
     assert all(isinstance(t, torch.Tensor) and t.dtype == torch.float32 for t in inputs)
-    assert sum(t.numel() for t in inputs) <= 100_000, "keep sizes small: Triton is interpreted on the CPU"
+    if any(ref == path and "import triton" in c.read_text() for c, ref in HONEST):
+        assert sum(t.numel() for t in inputs) <= 100_000, "keep sizes small: Triton is interpreted on the CPU"
     out = mp.expected_output(ref, inputs)
     assert isinstance(out, torch.Tensor) and torch.isfinite(out).all()
 

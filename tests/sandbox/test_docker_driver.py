@@ -121,17 +121,19 @@ def test_filesystem_is_read_only_but_scratch(started: tuple[DockerDriver, Runner
                os.path.join(PACKAGE_ROOT, "sandbox")]
     body = f"""
 written = []
-for d in {targets!r} + [os.getcwd()]:
+for d in {targets!r} + [os.getcwd(), os.environ["HOME"]]:
     try:
         with open(os.path.join(d, "kforge-probe"), "w") as f:
             f.write("x")
         written.append(d)
     except OSError:
         pass
-RESULT = (written, os.getcwd(), os.getuid(), os.path.exists({PACKAGE_ROOT + "/app"!r}), sorted(os.listdir("/etc")))
+RESULT = (written, os.getcwd(), os.environ["HOME"], os.getuid(), os.path.exists({PACKAGE_ROOT + "/app"!r}), sorted(os.listdir("/etc")))
 """
-    written, cwd, uid, app_visible, etc = eval(probe(session, body))
-    assert written == [cwd] and cwd.startswith("/scratch/"), written
+    written, cwd, home, uid, app_visible, etc = eval(probe(session, body))
+    # only the job's own home is writable; its working directory is empty and read-only
+    assert cwd.startswith("/scratch/") and home.startswith("/scratch/"), (cwd, home)
+    assert written == [home], written
     assert uid == 65534
     assert not app_visible  # only the sandbox package of the repository is mounted
     assert "passwd" not in etc and "shadow" not in etc

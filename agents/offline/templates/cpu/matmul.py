@@ -8,6 +8,11 @@ MR-row strip of A is multiplied by the register-tiled micro-kernel. The last K
 step applies the epilogue to the fp32 tile before its only final store.
 Transposed operands are read through their strides, never copied. A vector on
 the right (torch.mv) is a row-parallel dot product instead.
+
+The ``blas`` variant hands the product to OpenBLAS (``cblas_sgemm``, its
+OpenMP build: the judge's threads) and applies the epilogue in one parallel
+pass over the output; the search times it beside our own kernel and keeps
+whichever is faster for the shape.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from .mathlib import prelude
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"MC": 72, "NC": 256, "KC": 256, "schedule": "static"},
+    {"blas": "openblas", "schedule": "static"},
     {"MC": 144, "NC": 128, "KC": 384, "schedule": "static"},
     {"MC": 48, "NC": 512, "KC": 192, "schedule": "dynamic"},
     {"MC": 24, "NC": 64, "KC": 256, "schedule": "dynamic"},
@@ -89,6 +95,29 @@ void fused_matmul({params}) {{
     }}
 }}'''
 
+BLAS_GEMM = '''/* out = {what}: the product by OpenBLAS, with a: (batch, M, K) at batch stride sab, row
+   stride lda, transposed if ta; b: (batch, K, N) likewise (sbb, ldb, tb); then the epilogue.
+{docs}*/
+void fused_matmul({params}) {{
+    for (int64_t bt = 0; bt < batch; bt++)
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    (blasint)M, (blasint)N, (blasint)K, 1.0f, a + bt * sab, (blasint)lda, b + bt * sbb,
+                    (blasint)ldb, 0.0f, out + bt * M * N, (blasint)N);
+{epilogue_pass}}}'''
+
+EPILOGUE_PASS = '''    #pragma omp parallel for {schedule} if(batch * M * N >= KF_PAR_MIN)
+    for (int64_t r = 0; r < batch * M; r++) {{
+        const int64_t bt = r / M, i = r % M;
+        float* o = out + r * N;
+        {simd}
+        for (int64_t j = 0; j < N; j++) {{
+            const float acc = o[j];
+{epilogue}
+            o[j] = {result};
+        }}
+    }}
+'''
+
 MATVEC = '''/* out[i] = {what}, a dot product of row i of a (M, K) (strides sam, sak) with x (K).
 {docs}*/
 void fused_matvec({params}) {{
@@ -127,7 +156,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
     scalars = list(writer.scalars)
     docs += [f"   {s}: constructor argument" for s in scalars]
     what = formula(root, ctx)
-    indent = " " * (8 if vector else 36)
+    blas = bool(params.get("blas")) and not vector
+    indent = " " * (8 if vector else 12 if blas else 36)
     epilogue = "\n".join(indent + line for line in [*loads, *writer.lines])
     scalar_params = [f"float {s}" for s in scalars]
     if vector:
@@ -138,6 +168,16 @@ def render(match: Any, params: dict[str, Any]) -> str:
                                epilogue=epilogue, result=result)
         c_fns = [f"void fused_matvec({', '.join(c_params)})"]
         c_source = prelude(helper_names(kernel)) + "\n\n" + INLINE + "\n\n" + kernel
+    elif blas:
+        c_params = ["const float* a", "const float* b", *leaf_params, "float* out", "int64_t batch", "int64_t M",
+                    "int64_t N", "int64_t K", "int64_t sab", "int64_t lda", "int64_t ta", "int64_t sbb",
+                    "int64_t ldb", "int64_t tb", *scalar_params]
+        epilogue_pass = "" if result == "acc" and not epilogue.strip() else EPILOGUE_PASS.format(
+            schedule=omp_schedule(params), simd=simd_pragma({}), epilogue=epilogue, result=result)
+        kernel = BLAS_GEMM.format(what=what, docs="\n".join(docs) + ("\n" if docs else ""),
+                                  params=", ".join(c_params), epilogue_pass=epilogue_pass)
+        c_fns = [f"void fused_matmul({', '.join(c_params)})"]
+        c_source = "\n\n".join([prelude(helper_names(kernel)), "#include <cblas.h>", INLINE, kernel])
     else:
         c_params = ["const float* a", "const float* bp", *leaf_params, "float* out", "int64_t batch", "int64_t M",
                     "int64_t N", "int64_t K", "int64_t sab", "int64_t sam", "int64_t sak", "int64_t sbpb",
@@ -147,10 +187,12 @@ def render(match: Any, params: dict[str, Any]) -> str:
                              simd=simd_pragma({}), epilogue=epilogue, result=result)
         c_fns = [NR_FN, PACK_FN, f"void fused_matmul({', '.join(c_params)})"]
         c_source = "\n\n".join([prelude(helper_names(kernel)), ISA, INLINE, PACK, MICRO, kernel])
-    host = _host(spec, [names[id(leaf)] for leaf in epi_leaves], scalars, vector)
+    host = (_blas_host if blas else _host)(spec, [names[id(leaf)] for leaf in epi_leaves], scalars, vector)
     call = [ctx.leaf_arg(spec["a"]), ctx.leaf_arg(spec["b"]), *(ctx.leaf_arg(leaf) for leaf in epi_leaves),
             *writer.scalars.values()]
     knobs = "schedule=" + str(params["schedule"]) if vector else ", ".join(f"{k}={v}" for k, v in params.items())
+    if blas:
+        knobs = f"product by OpenBLAS (cblas_sgemm), epilogue schedule={params['schedule']}"
     doc = (f"{match.kind} in C, epilogue fused (offline engine, no LLM, backend cpu).\n\n"
            f"out = {what}\nParameters: {knobs}.\n")
     return module_source(doc, c_source, c_fns, "fused_matvec" if vector else "fused_matmul", [host], ctx,
@@ -205,4 +247,52 @@ def _host(spec: dict[str, Any], leaves: list[str], scalars: list[str], vector: b
               f"    lib.fused_matmul(a_base, bp, {leaf_args}out, batch, M, N, K, sab, a.stride(-2), a.stride(-1), "
               f"panels * K * nr if b.shape[0] > 1 else 0{tail})",
               "    return out"]
+    return "\n".join(lines)
+
+
+def _blas_host(spec: dict[str, Any], leaves: list[str], scalars: list[str], vector: bool) -> str:
+    """The host side of the BLAS variant: each operand passed as the
+    contiguous tensor under it, with its leading dimension and whether it is
+    read transposed (a layout BLAS cannot read is copied first)."""
+    a_view = ".transpose(-2, -1)" if spec["a_t"] else ""
+    b_view = ".transpose(-2, -1)" if spec["b_t"] else ""
+    params = ["a_in: torch.Tensor", "b_in: torch.Tensor", *(f"{v}: torch.Tensor" for v in leaves),
+              *(f"{s}: float" for s in scalars)]
+    leaf_args = "".join(f"{v}.contiguous(), " for v in leaves)
+    tail = "".join(f", {s}" for s in scalars)
+    lines = [f"def fused_matmul({', '.join(params)}) -> torch.Tensor:",
+             '    """Views and strides on the host; OpenBLAS reads a transposed operand in place."""',
+             "    a = a_in.contiguous()" + a_view + "  # (..., M, K)",
+             "    b = b_in.contiguous()" + b_view + "  # (..., K, N)",
+             "    out_shape = (*a.shape[:-1], b.shape[-1])"]
+    if spec["batched"]:
+        lines += ["    a = a.reshape(-1, a.shape[-2], a.shape[-1])",
+                  "    b = b.reshape(-1, b.shape[-2], b.shape[-1])"]
+    else:
+        lines += ["    a = a.reshape(1, -1, a.shape[-1])",
+                  "    b = b.reshape(1, b.shape[-2], b.shape[-1])"]
+    lines += ["    batch, M, K, N = a.shape[0], a.shape[1], a.shape[2], b.shape[-1]",
+              "    a, a_base, ta, lda = blas_operand(a)",
+              "    b, b_base, tb, ldb = blas_operand(b)",
+              "    out = torch.empty(out_shape, dtype=torch.float32, device=a.device)",
+              "    if out.numel() == 0:",
+              "        return out",
+              "    if K == 0:",
+              "        raise ValueError('an empty inner dimension is not supported')",
+              "    sbb = b.stride(0) if b.shape[0] > 1 else 0",
+              f"    lib.fused_matmul(a_base, b_base, {leaf_args}out, batch, M, N, K, a.stride(0), lda, ta, sbb, ldb, tb"
+              f"{tail})",
+              "    return out",
+              "",
+              "",
+              "def blas_operand(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int, int]:",
+              '    """(t, the contiguous tensor its data is, transposed?, leading dimension) for (batch, rows, cols) t."""',
+              "    rows, cols = t.shape[-2], t.shape[-1]",
+              "    base = t if t.is_contiguous() else t.transpose(-2, -1)",
+              "    if base.is_contiguous() and t.stride(-1) == 1 and t.stride(-2) >= max(1, cols):",
+              "        return t, base, 0, t.stride(-2)",
+              "    if base.is_contiguous() and t.stride(-2) == 1 and t.stride(-1) >= max(1, rows):",
+              "        return t, base, 1, t.stride(-1)",
+              "    t = t.contiguous()",
+              "    return t, t, 0, max(1, cols)"]
     return "\n".join(lines)
