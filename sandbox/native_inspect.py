@@ -135,7 +135,8 @@ def check_facts(src: NativeSource, facts: dict[str, Any] | None, filename: str) 
     for sym in facts.get("undefined", []):
         if not allowed_symbol(sym):
             out.append(f"{_where(src, filename, _line_of_name(src, sym))}: calls {shown.get(sym, sym)}: not a "
-                       "library function a kernel may use (libm, memory, OpenMP queries; see docs/cpu_backend.md)")
+                       "library function a kernel may use (libm, memory, OpenMP queries, cblas_* compute "
+                       "routines; see docs/cpu_backend.md)")
     for w in facts.get("writable", []):
         sym = w.get("symbol", "")
         if _GLUE_DATA.match(sym):

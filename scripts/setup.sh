@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# OpenBLAS's OpenMP build: native kernels may call cblas_* (sandbox/runner/native.py links it).
+bash scripts/apt-need.sh libopenblas0-openmp libopenblas-dev
+
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

@@ -30,7 +30,8 @@ Builds use ``gcc``/``g++ -O3 -march=native -fopenmp -fPIC -shared`` and are
 cached by a hash of the source, the language, the flags and the compiler's
 version. Libraries link against OpenBLAS (its OpenMP build, so its threads
 are the OpenMP threads the judge grants) where the machine has it, as needed:
-a kernel that includes ``<cblas.h>`` may call its ``cblas_*`` routines. Under the judge the libraries are built before the candidate runs,
+a kernel that includes ``<cblas.h>`` may call its ``cblas_*`` routines.
+Under the judge the libraries are built before the candidate runs,
 by trusted code, into a cache the candidate can only read (``prebuilt``);
 the candidate's own process never invokes the compiler there.
 

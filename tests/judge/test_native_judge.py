@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox import baseline_cache, native_cache, native_sources
+from sandbox import native_cache, native_sources
 from sandbox.judge import EvalOptions, Judge
 from sandbox.runner import native
 from tests.judge import fixture_catalog as fc
@@ -118,14 +118,19 @@ def test_native_timing_is_real_and_labelled(judge: Judge) -> None:
         assert isinstance(cost.get(phase), float) and cost[phase] >= 0, (phase, cost)
     assert cost["total_s"] >= cost["candidate_job_s"] + cost["reference_job_s"] - 0.01
     assert out["checks"]["timer_corroborated"] == "pass"
-    # A second evaluation of the same problem reuses the baselines timed on this machine.
+    # A second evaluation of the same problem times eager again (never a cached eager in a ratio) and
+    # reuses the torch.compile timing only where this run's eager agrees with the eager cached beside it.
     again = judge.evaluate(RELU, (fc.HONEST / "relu_affine__native.py").read_text(), options=options)
     assert again.verdict == "pass", again.reasons
-    steady = all((timing[n]["q3_ms"] - timing[n]["q1_ms"]) / timing[n]["median_ms"] <= baseline_cache.MAX_RELATIVE_IQR
-                 for n in ("baseline_eager", "baseline_compile"))
-    if steady:  # a baseline disturbed by load is deliberately not cached
-        assert again.timing["baseline_eager"].get("cached") and again.timing["baseline_compile"].get("cached")
-        assert again.timing["baseline_eager"]["median_ms"] == timing["baseline_eager"]["median_ms"]
+    assert again.timing["baseline_eager"]["source"] == "fresh: timed in this run"
+    assert not again.timing["baseline_eager"].get("cached")
+    compiled = again.timing["baseline_compile"]
+    if compiled.get("cached"):
+        assert compiled["source"].startswith("cached, checked: this run's eager timing")
+        fresh_eager = again.timing["baseline_eager"]["median_ms"]
+        assert f"({fresh_eager:.4g} ms)" in compiled["source"]
+    else:
+        assert compiled["source"] == "fresh: timed in this run"
 
 
 def test_triton_on_the_cpu_still_reports_no_speedup(judge: Judge) -> None:

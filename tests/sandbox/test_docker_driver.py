@@ -128,7 +128,8 @@ for d in {targets!r} + [os.getcwd(), os.environ["HOME"]]:
         written.append(d)
     except OSError:
         pass
-RESULT = (written, os.getcwd(), os.environ["HOME"], os.getuid(), os.path.exists({PACKAGE_ROOT + "/app"!r}), sorted(os.listdir("/etc")))
+RESULT = (written, os.getcwd(), os.environ["HOME"], os.getuid(), os.path.exists({PACKAGE_ROOT + "/app"!r}),
+          sorted(os.listdir("/etc")))
 """
     written, cwd, home, uid, app_visible, etc = eval(probe(session, body))
     # only the job's own home is writable; its working directory is empty and read-only

@@ -247,9 +247,11 @@ def test_honest_kernel_passes_both_layers(name: str) -> None:
 
 def test_allowlist_of_symbols() -> None:
     ok = ["expf", "tanhf", "erff", "sqrt", "_ZGVdN8v_expf", "GOMP_parallel", "omp_get_thread_num", "memcpy",
-          "aligned_alloc", "_Znwm", "_ZdlPvm", "_ZSt20__throw_length_errorPKc", "__stack_chk_fail", "__divti3"]
+          "aligned_alloc", "_Znwm", "_ZdlPvm", "_ZSt20__throw_length_errorPKc", "__stack_chk_fail", "__divti3",
+          "cblas_sgemm", "cblas_dgemv", "cblas_sdot", "cblas_isamax"]
     bad = ["fopen", "getenv", "clock_gettime", "syscall", "dlopen", "pthread_create", "omp_set_num_threads",
-           "omp_get_wtime", "omp_get_num_procs", "rand", "__cxa_atexit", "printf", "_ZSt4cout"]
+           "omp_get_wtime", "omp_get_num_procs", "rand", "__cxa_atexit", "printf", "_ZSt4cout",
+           "openblas_set_num_threads", "goto_set_num_threads", "cblas_xerbla", "openblas_get_num_procs"]
     assert [s for s in ok if not native_inspect.allowed_symbol(s)] == []
     assert [s for s in bad if native_inspect.allowed_symbol(s)] == []
 
