@@ -59,9 +59,11 @@ def match_report(analysis: dict[str, Any], signature: Signature | None = None) -
     if out["dtype"] in INDICES and not (root.kind == "op" and root.op in INDEX_OPS):
         return MatchReport([], [f"no family for an {out['dtype']} output computed by {_chain(root)}"])
     matches, reasons = _match_all(root, out_shape, ctx)
-    if not matches:  # no one family: a chain of them, each stage one kernel
+    # No one family, or only a fused reduction (which not every backend's template
+    # writes): a chain of families too, each stage one kernel.
+    if all(_fused(m) for m in matches):
         try:
-            matches.append(match_pipeline.pipeline(root, out_shape, ctx, _match_all))
+            matches.append(match_pipeline.pipeline(root, out_shape, ctx, _match_unfused))
         except NoMatch as exc:
             reasons.append(f"pipeline: {exc}")
     for m in matches:
@@ -85,6 +87,16 @@ def _match_all(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> tuple[li
                 ctx.bind(e)
         matches.append(m)
     return matches, reasons
+
+
+def _fused(m: Match) -> bool:
+    return m.family == "reduction" and bool(m.spec.get("prologue") or m.spec.get("epilogue"))
+
+
+def _match_unfused(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> tuple[list[Match], list[str]]:
+    """``_match_all`` without fused reductions (the pipeline's stages)."""
+    matches, reasons = _match_all(root, out_shape, ctx)
+    return [m for m in matches if not _fused(m)], reasons
 
 
 def _chain(root: Expr) -> str:
@@ -169,21 +181,50 @@ def _written_row_op(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Mat
 
 
 def _reduction(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
-    if root.kind != "op" or root.op not in ir.REDUCTIONS:
-        raise NoMatch("the output is not a sum, mean, max, min or logsumexp")
-    if not root.attrs.get("values"):
-        raise NoMatch(f"{root.name}: {root.op} returns values and indices")
-    x = float_leaf(root.args[0], f"the {root.op} input")
+    """A reduction of a forward input, or of a pointwise function of one (``prologue``:
+    sum(x * x)), with pointwise ops of its result after it (``epilogue``: sqrt(.)): one
+    read of x, one store. Fused only where the reduced dims are the last ones (rows)."""
+    reds = [n for n in root.walk() if n.kind == "op" and n.op in ir.REDUCTIONS]
+    if len(reds) != 1:
+        raise NoMatch("the output is not a sum, mean, max, min or logsumexp" if not reds
+                      else f"{len(reds)} reductions (one per kernel here)")
+    red = reds[0]
+    if not red.attrs.get("values"):
+        raise NoMatch(f"{red.name}: {red.op} returns values and indices")
+    pro = red.args[0]
+    x = pro if pro.is_leaf else _prologue_input(pro)
+    x = float_leaf(x, f"the {red.op} input")
     if x.kind != "input":
-        raise NoMatch(f"the {root.op} input is not a forward input")
+        raise NoMatch(f"the {red.op} input is not a forward input")
     nd = len(x.shape or ())
-    dim = root.attrs.get("dim")
+    dim = red.attrs.get("dim")
     dims = tuple(range(nd)) if dim is None else tuple(sorted({_norm_dim(d, nd) for d in
                                                              (dim if isinstance(dim, (list, tuple)) else [dim])}))
-    op = {"max": "amax", "min": "amin"}.get(root.op, root.op)
-    keepdim = bool(root.attrs.get("keepdim")) and dim is not None
+    op = {"max": "amax", "min": "amin"}.get(red.op, red.op)
+    keepdim = bool(red.attrs.get("keepdim")) and dim is not None
+    fused = pro is not x or root is not red
+    if fused:
+        if op == "logsumexp":
+            raise NoMatch("logsumexp with pointwise ops around it")
+        if not dims or dims[-1] != nd - 1 or list(dims) != list(range(dims[0], nd)):
+            raise NoMatch(f"pointwise ops around a {red.op} over dims {list(dims)} (fused only over the last dims)")
+        if root is not red:
+            check_elementwise(root, out_shape, {id(red)})
+            if tuple(red.shape or ()) != tuple(out_shape) or leaves_of(root, {id(red)}):
+                raise NoMatch(f"the ops after {red.name} read tensors other than its result")
     return Match("reduction", op, ctx, {"x": x, "op": op, "dims": dims, "keepdim": keepdim, "ndim": nd,
-                                        "out_shape": out_shape})
+                                        "out_shape": out_shape, "prologue": pro if pro is not x else None,
+                                        "red": red, "epilogue": root if root is not red else None})
+
+
+def _prologue_input(pro: Expr) -> Expr:
+    """The one forward input a pointwise chain reads at its own shape (constants aside)."""
+    check_elementwise(pro, tuple(pro.shape or ()), set())
+    found = leaves_of(pro)
+    if len(found) != 1 or tuple(found[0].shape or ()) != tuple(pro.shape or ()):
+        raise NoMatch("the reduction reads a pointwise chain of more than one tensor "
+                      f"({', '.join(leaf.name for leaf in found)})")
+    return found[0]
 
 
 def _operand_views(e: Expr, what: str) -> tuple[Expr, int]:

@@ -149,3 +149,43 @@ def test_c_float_literals() -> None:
 def test_unknown_backend_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown backend"):
         OfflineEngine(backend="opencl")
+
+
+FUSED = {
+    # prologue and epilogue: one read of x, no full-size temporary
+    "row_norm": ref(fn("torch.sqrt((x * x).sum(dim=1))"), "[torch.randn(37, 1531)]"),
+    # a constructor scalar in the prologue, literals in the epilogue, the few-long-rows path
+    "scaled_abs_mean_few_rows": ref("""
+        class Model(nn.Module):
+            def __init__(self, scale):
+                super().__init__()
+                self.scale = scale
+
+            def forward(self, x):
+                return (x.abs() * self.scale).mean(dim=-1) * 0.5 + 1.0
+        """, "[torch.randn(2, 40001)]", "[scale]", "scale = 1.75"),
+    # max of a pointwise chain over the last two dims, kept as size 1
+    "amax_relu_last_two": ref(fn("torch.relu(x - 0.25).amax(dim=(1, 2), keepdim=True)"), ODD),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FUSED))
+def test_pointwise_ops_around_a_row_reduction_are_fused(case: str) -> None:
+    source = FUSED[case]
+    proposals = cpu_proposals(source)
+    assert proposals[0].family == "reduction", [p.family for p in proposals]
+    assert "const float xv = xr[j];" in proposals[0].source or "const float rv" in proposals[0].source
+    fused = [p for p in proposals if p.family == "reduction"]
+    assert len(fused) >= 2  # its parameter sets (max and min take no accumulator type: fewer distinct)
+    # the unfused chain is offered after them (the backends whose reduction template does not fuse use it)
+    assert any(p.family == "pipeline" for p in proposals)
+    for i, p in enumerate(proposals):
+        check(source, p.source, f"{case}_{i}")
+
+
+def test_triton_writes_a_fused_reduction_as_stages() -> None:
+    source = FUSED["row_norm"]
+    engine = OfflineEngine(backend="triton")
+    plan = engine.plan(analyse(source), 4)
+    assert plan.proposals and {p.family for p in plan.proposals} == {"pipeline"}
+    assert any("the triton template does not cover it" in s for s in plan.skipped)

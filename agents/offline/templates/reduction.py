@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .common import dtype_of, model_class, module_source
+from .cpu.common import NotRenderable
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK_M": 4, "BLOCK_N": 1024, "num_warps": 4},
@@ -78,6 +79,8 @@ def row_logsumexp_kernel(x_ptr, out_ptr, n_rows, n_cols, BLOCK_M: tl.constexpr, 
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
+    if spec.get("prologue") is not None or spec.get("epilogue") is not None:
+        raise NotRenderable("pointwise ops fused around the reduction (the pipeline writes them as stages)")
     op, dims, nd, keepdim = spec["op"], tuple(spec["dims"]), spec["ndim"], spec["keepdim"]
     bm, bn, warps = params["BLOCK_M"], params["BLOCK_N"], params["num_warps"]
     kept = [d for d in range(nd) if d not in dims]
