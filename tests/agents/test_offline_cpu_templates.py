@@ -73,6 +73,16 @@ CASES: dict[str, tuple[str, str]] = {
                 return self.norm(x)
         """, "[torch.randn(5, 11, d)]", "[d]", "d = 257")),
     # reductions: rows, strided columns, moved dims, logsumexp, keepdim
+    # a 1x1 stride-1 convolution: the BLAS algorithm multiplies the input in place (no patches)
+    "conv2d_1x1_bias_relu": ("conv", ref("""
+        class Model(nn.Module):
+            def __init__(self, cin, cout):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout, 1)
+
+            def forward(self, x):
+                return torch.relu(self.conv(x)) * 0.5
+        """, "[torch.randn(2, cin, 7, 9)]", "[cin, cout]", "cin = 6\ncout = 10")),
     "sum_rows": ("reduction", ref(fn("torch.sum(x, dim=-1)"), "[torch.randn(41, 1531) + 1]")),
     "amax_middle": ("reduction", ref(fn("torch.amax(x, dim=1)"), ODD)),
     "mean_outer_keepdim": ("reduction", ref(fn("x.mean(dim=(0, 1), keepdim=True)"), ODD)),

@@ -2,9 +2,13 @@
 groups (depthwise included) and output padding, read at run time; the bias and the
 matched elementwise epilogue applied to each output before it leaves the cache.
 
-Two algorithms: the implicit GEMM of conv_gemm.py, and the direct one below;
-``algorithm`` picks (``algo=auto``: the GEMM unless a group has too few output
-channels to fill the micro-kernel, as depthwise ones). Both compute every
+Three algorithms: the implicit GEMM of conv_gemm.py, the direct one below, and
+``blas`` (forward convolutions: per sample and group the input's patches are
+laid out as a (C/groups * taps, positions) matrix -- a 1x1 convolution reads
+the input itself -- and OpenBLAS's sgemm multiplies the weight by it; bias and
+epilogue in one pass after); ``algorithm`` picks (``algo=auto``: the GEMM
+unless a group has too few output channels to fill the micro-kernel, as
+depthwise ones). Both compute every
 convolution as 3-D over (N, C, D, H, W) -- a 1-D or 2-D one has size-1 leading
 spatial dims and a window of 1 there.
 
@@ -32,6 +36,7 @@ from .mathlib import prelude
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"algo": "auto", "KB": 4, "schedule": "static", "par_min": 65536},
+    {"algo": "blas", "schedule": "static", "par_min": 32768},
     {"algo": "direct", "KB": 8, "schedule": "dynamic", "chunk": 1, "par_min": 65536},
     {"algo": "gemm", "schedule": "dynamic", "chunk": 2, "par_min": 32768},
     {"algo": "direct", "KB": 16, "schedule": "dynamic", "chunk": 1, "par_min": 131072},
@@ -123,6 +128,11 @@ LAUNCH = '''{prep}    lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:],
 '''
 
 
+# the patches' room (one sample and group at a time); unused by a 1x1 stride-1 convolution
+BLAS_COL = ("    col = torch.empty(max(1, (C // groups) * math.prod(w.shape[2:]) * math.prod(out_sp)), "
+            "dtype=torch.float32, device=x.device)\n")
+
+
 def _direct(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: CEpilogue, c_args: str) -> str:
     bias = spec["bias"]
     finish = ["                " + simd_pragma({}), "                for (int64_t ow = 0; ow < OW; ow++) {",
@@ -147,10 +157,78 @@ def _gemm(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: 
     return "\n\n".join([prelude(helper_names(kernel)), "#include <stdlib.h>", ISA, INLINE, MICRO, kernel])
 
 
+BLAS = '''/* {what} The product by OpenBLAS (cblas_sgemm) over laid-out patches.
+   x: (N, C, D, H, W), w: (K, C / groups, kd, kh, kw), y: (N, K, OD, OH, OW), all contiguous;
+   col: room for one (C / groups * kd * kh * kw, OD * OH * OW) matrix of patches.{docs} */
+void {fn}({args}) {{
+    const int64_t cg = C / groups, kg = K / groups, T = kd * kh * kw, R = cg * T, P = OD * OH * OW;
+    const int direct = T == 1 && sd == 1 && sh == 1 && sw == 1 && pd == 0 && ph == 0 && pw == 0;
+    for (int64_t n = 0; n < N; n++)
+    for (int64_t g = 0; g < groups; g++) {{
+        const float* xg = x + (n * C + g * cg) * D * H * W;
+        if (!direct) {{
+            #pragma omp parallel for schedule(static) if(R * P >= {par_min})
+            for (int64_t r = 0; r < R; r++) {{
+                const int64_t c = r / T, t = r % T, a = t / (kh * kw), b = (t / kw) % kh, e = t % kw;
+                const float* xc = xg + c * D * H * W;
+                const int64_t off = e * dw - pw;
+                for (int64_t od = 0; od < OD; od++) {{
+                    const int64_t id = od * sd - pd + a * dd;
+                    for (int64_t oh = 0; oh < OH; oh++) {{
+                        const int64_t ih = oh * sh - ph + b * dh;
+                        float* dst = col + r * P + (od * OH + oh) * OW;
+                        if (id < 0 || id >= D || ih < 0 || ih >= H) {{
+                            for (int64_t ow = 0; ow < OW; ow++) dst[ow] = 0.0f;
+                            continue;
+                        }}
+                        const float* xr = xc + (id * H + ih) * W;
+                        for (int64_t ow = 0; ow < OW; ow++) {{
+                            const int64_t iw = ow * sw + off;
+                            dst[ow] = iw >= 0 && iw < W ? xr[iw] : 0.0f;
+                        }}
+                    }}
+                }}
+            }}
+        }}
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)kg, (blasint)P, (blasint)R, 1.0f,
+                    w + g * kg * R, (blasint)R, direct ? xg : col, (blasint)P, 0.0f, y + (n * K + g * kg) * P,
+                    (blasint)P);
+    }}
+{finish}}}'''
+
+BLAS_FINISH = '''    #pragma omp parallel for {schedule} if(N * K * P >= {par_min})
+    for (int64_t row = 0; row < N * K; row++) {{
+        const int64_t k = row % K;
+        float* yr = y + row * P;
+        {simd}
+        for (int64_t p = 0; p < P; p++) {{
+            const float acc = yr[p]{bias};
+{epilogue}
+            yr[p] = {result};
+        }}
+    }}
+'''
+
+
+def _blas(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: CEpilogue, c_args: str) -> str:
+    bias = " + bias[k]" if spec["bias"] is not None else ""
+    finish = "" if not bias and ep.result == "acc" and not ep.statements else BLAS_FINISH.format(
+        schedule=omp_schedule(params), par_min=int(params["par_min"]), simd=simd_pragma({}), bias=bias,
+        epilogue="\n".join(f"            {line}" for line in ep.statements), result=ep.result)
+    kernel = BLAS.format(what=what, fn=fn, args=c_args, docs="".join(f"\n   {d}" for d in ep.docs),
+                         par_min=int(params["par_min"]), finish=finish)
+    return "\n\n".join([prelude(helper_names(kernel)), "#include <cblas.h>", INLINE, kernel])
+
+
 def algorithm(spec: dict[str, Any], params: dict[str, Any]) -> str:
     """``direct`` or ``gemm``; ``auto`` takes the implicit GEMM when a group has 4 output channels
     or more and the reduction is long enough (not depthwise)."""
     algo = params.get("algo", "direct")
+    if algo == "blas" and spec["transposed"]:
+        # the BLAS algorithm writes forward convolutions; a transposed one gets the direct
+        # algorithm with 2-channel blocks in that rank instead (none of the other ranks' sets)
+        params.update(KB=2)
+        return "direct"
     if algo != "auto":
         return algo
     w = spec["weight"].shape
@@ -172,27 +250,31 @@ def render(match: Any, params: dict[str, Any]) -> str:
     x, weight, bias = spec["x"], spec["weight"], spec["bias"]
     require_float32(match.ctx.outputs[0].get("dtype"), x.dtype, weight.dtype, *(e.dtype for e in spec["epilogue"]))
     algo = algorithm(spec, params)
-    fn = ("conv_transpose" if transposed else "conv") + ("_gemm" if algo == "gemm" else "_fwd")
+    fn = ("conv_transpose" if transposed else "conv") + {"gemm": "_gemm", "blas": "_blas"}.get(algo, "_fwd")
     reserved = {"x", "w", "wm", "y", "yr", "xr", "xc", "k", "g", "a", "e", "j", "p", "p0", "pp", "nj", "m0", "mr",
                 "ow", "iw", "ih", "id", "oh", "od", "row", "acc", "bias", "wv", "lo", "hi", "off", "blk", "k0", "k1",
                 "cg", "kg", "nb", "work", "bp", "tile", "tr", "dst", "zd", "zh", "zw", "T", "R", "P", "panels",
                 "a_rows", "okd", "okh", "okw", "qd", "qh", "qw"}
     ep = c_epilogue(ctx, spec, spec["conv"], {"scalar": "0", "channel": "k",
-                                              "full": "row * P + p" if algo == "gemm" else "row * OW + ow"}, reserved)
+                                              "full": "row * P + p" if algo in ("gemm", "blas") else "row * OW + ow"},
+                    reserved | {"col", "xg", "direct", "dst", "t", "b", "c", "n", "r"})
     c_args = ", ".join(["const float* x", "const float* wm" if algo == "gemm" and not transposed else "const float* w",
-                        *(["const float* bias"] if bias is not None else []), "float* y", *ep.c_args, DIMS,
+                        *(["const float* bias"] if bias is not None else []),
+                        *(["float* col"] if algo == "blas" else []), "float* y", *ep.c_args, DIMS,
                         *(f"float {s}" for s in ep.scalars)])
     what = (f"{'Transposed convolution' if transposed else 'Convolution'} ({nd}-D as 3-D), groups, "
             f"{'bias, ' if bias is not None else ''}epilogue: y = {match.kind}.")
-    c_source = (_gemm if algo == "gemm" else _direct)(spec, fn, what, params, ep, c_args)
+    c_source = {"gemm": _gemm, "blas": _blas}.get(algo, _direct)(spec, fn, what, params, ep, c_args)
     extra = "".join(f", {o.strip(', ')}: torch.Tensor" for o in ep.operands) + \
         "".join(f", {s}: float" for s in ep.scalars)
     host = conv_host.head(spec, "", extra, "x.dtype") + \
-        LAUNCH.format(fn=fn, prep="".join(ep.prep), ptrs="b, " if bias is not None else "",
+        LAUNCH.format(fn=fn, prep="".join(ep.prep) + (BLAS_COL if algo == "blas" else ""),
+                      ptrs=("b, " if bias is not None else "") + ("col, " if algo == "blas" else ""),
                       operands="".join(ep.operands), scalars="".join(f", {s}" for s in ep.scalars))
     call = [*conv_host.call_args(ctx, spec), *ep.forward_ops, *ep.scalars.values()]
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
-    doc = (f"{match.kind} in C (offline engine, no LLM, backend cpu), "
-           f"{'implicit GEMM' if algo == 'gemm' else 'direct'}.\n\nParameters: {knobs}.\n")
+    how = {"gemm": "implicit GEMM", "blas": "patches multiplied by OpenBLAS"}.get(algo, "direct")
+    doc = f"{match.kind} in C (offline engine, no LLM, backend cpu), {how}.\n\nParameters: {knobs}.\n"
     proto = f"void {fn}({c_args})"
-    return module_source(doc, c_source, [proto], fn, [host], ctx, [f"return conv({', '.join(call)})"])
+    return module_source(doc, c_source, [proto], fn, [host], ctx, [f"return conv({', '.join(call)})"],
+                         uses_math=algo == "blas")
