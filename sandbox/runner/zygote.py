@@ -25,6 +25,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, BinaryIO
 
@@ -32,6 +33,9 @@ from . import confine
 
 LOG_TAIL_BYTES = 4000
 RSS_EVERY_S = 0.05
+# Frames read from a child but not yet written to the judge: past this many bytes the
+# runner stops reading (the child waits on its pipe) until the judge has caught up.
+FORWARD_BACKLOG_BYTES = 256 << 20
 F_SETPIPE_SZ = 1031
 
 
@@ -138,54 +142,59 @@ class Runner:
 
         deadline = started + msg["timeout"]
         buf = bytearray()
+        forward = Forwarder(self)
+        try:
+            return self._watch(pid, uid, unique, fd, msg, started, deadline, buf, forward, HEADER)
+        finally:
+            forward.close()
+
+    def _watch(self, pid: int, uid: int, unique: bool, fd: int, msg: dict[str, Any], started: float,
+               deadline: float, buf: bytearray, forward: Forwarder, HEADER: Any) -> dict[str, Any]:
         reason = None
-        baseline = None
-        next_rss = 0.0
         status = None
-        os.set_blocking(fd, False)
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                reason = None if status is not None else "timeout"
-                break
-            if status is None:
-                reaped, st = os.waitpid(pid, os.WNOHANG)
-                if reaped:
-                    # The child is gone; a process it left behind may still hold
-                    # the pipe open, so drain briefly rather than wait for EOF.
-                    status, deadline = st, min(deadline, time.monotonic() + 0.5)
-            ready, _, _ = select.select([fd], [], [], min(0.05, remaining))
-            # Reading every process's smaps costs milliseconds: at most every
-            # RSS_EVERY_S, not once per chunk read (a large frame is hundreds of chunks).
-            if unique and time.monotonic() >= next_rss:
-                checked = time.monotonic()
-                rss = confine.private_rss_of_uid_mb(uid)
-                # Reading smaps of a process holding GBs takes ~0.1 s: never spend
-                # more than a fifth of the time checking (RLIMIT_AS caps each process).
-                next_rss = time.monotonic() + max(RSS_EVERY_S, 4 * (time.monotonic() - checked))
-                baseline = rss if baseline is None else baseline
-                if rss - baseline > msg["memory_mb"]:
+        memory = MemoryWatch(uid, msg["memory_mb"]) if unique else None
+        try:
+            os.set_blocking(fd, False)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    reason = None if status is not None else "timeout"
+                    break
+                if status is None:
+                    reaped, st = os.waitpid(pid, os.WNOHANG)
+                    if reaped:
+                        # The child is gone; a process it left behind may still hold
+                        # the pipe open, so drain briefly rather than wait for EOF.
+                        status, deadline = st, min(deadline, time.monotonic() + 0.5)
+                if memory is not None and memory.exceeded:
                     reason = "memory"
                     break
-            if not ready:
-                continue
-            data, closed = _drain(fd)
-            buf.extend(data)
-            if closed and not data:
-                break
-            while len(buf) >= HEADER.size:
-                (size,) = HEADER.unpack_from(buf)
-                if size > msg.get("max_frame_bytes", 1 << 31):
-                    reason = "protocol"
+                if forward.backlog() > FORWARD_BACKLOG_BYTES:
+                    forward.wait(min(0.05, remaining))
+                    continue
+                ready, _, _ = select.select([fd], [], [], min(0.05, remaining))
+                if not ready:
+                    continue
+                data, closed = _drain(fd)
+                buf.extend(data)
+                if closed and not data:
                     break
-                if len(buf) < HEADER.size + size:
+                while len(buf) >= HEADER.size:
+                    (size,) = HEADER.unpack_from(buf)
+                    if size > msg.get("max_frame_bytes", 1 << 31):
+                        reason = "protocol"
+                        break
+                    if len(buf) < HEADER.size + size:
+                        break
+                    # Stamped as it arrives; written to the judge by the forwarder's thread, so
+                    # a judge still decoding an earlier large frame never delays a stamp.
+                    forward.put(time.monotonic(), bytes(buf[: HEADER.size + size]))
+                    del buf[: HEADER.size + size]
+                if reason:
                     break
-                self.send({"kind": "stamp", "t": time.monotonic()})
-                with memoryview(buf) as view, view[: HEADER.size + size] as frame:
-                    self.send_raw(frame)  # no copy of a frame of hundreds of MB
-                del buf[: HEADER.size + size]
-            if reason:
-                break
+        finally:
+            if memory is not None:
+                memory.stop()
         if unique:
             confine.kill_uid(uid)
         else:
@@ -201,6 +210,87 @@ class Runner:
             "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
             "partial_bytes": len(buf),
         }
+
+
+class MemoryWatch:
+    """The memory of a job's processes (every process of its uid), read in a thread of its
+    own: reading smaps of a process holding GBs takes ~0.1 s, which must not delay the
+    stamps of the frames the job sends meanwhile."""
+
+    def __init__(self, uid: int, limit_mb: float) -> None:
+        self.exceeded = False
+        self._uid, self._limit = uid, limit_mb
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        baseline = None
+        while not self._stop.is_set():
+            checked = time.monotonic()
+            rss = confine.private_rss_of_uid_mb(self._uid)
+            baseline = rss if baseline is None else baseline
+            if rss - baseline > self._limit:
+                self.exceeded = True
+                return
+            # never more than a fifth of the time checking (RLIMIT_AS caps each process)
+            self._stop.wait(max(RSS_EVERY_S, 4 * (time.monotonic() - checked)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class Forwarder:
+    """Writes a job's frames, each after its stamp, to the judge from a thread of its own."""
+
+    def __init__(self, runner: Any) -> None:
+        self._runner = runner
+        self._items: list[tuple[float, bytes] | None] = []
+        self._bytes = 0
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def put(self, stamp: float, frame: bytes) -> None:
+        with self._cond:
+            self._items.append((stamp, frame))
+            self._bytes += len(frame)
+            self._cond.notify_all()
+
+    def backlog(self) -> int:
+        return self._bytes
+
+    def wait(self, timeout: float) -> None:
+        with self._cond:
+            self._cond.wait(timeout)
+
+    def _run(self) -> None:
+        broken = False
+        while True:
+            with self._cond:
+                while not self._items:
+                    self._cond.wait()
+                item = self._items.pop(0)
+            if item is None:
+                return
+            stamp, frame = item
+            if not broken:
+                try:
+                    self._runner.send({"kind": "stamp", "t": stamp})
+                    self._runner.send_raw(frame)
+                except OSError:
+                    broken = True  # the judge is gone; the job's end is still reaped
+            with self._cond:
+                self._bytes -= len(frame)
+                self._cond.notify_all()
+
+    def close(self) -> None:
+        """Every frame put so far written (the caller's next frame comes after them)."""
+        with self._cond:
+            self._items.append(None)
+            self._cond.notify_all()
+        self._thread.join()
 
 
 def _drain(fd: int, most: int = 64 << 20, within_s: float = 0.05) -> tuple[bytes, bool]:
