@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # OpenBLAS's OpenMP build: native kernels may call cblas_* (sandbox/runner/native.py links it).
-bash scripts/apt-need.sh libopenblas0-openmp libopenblas-dev
+bash scripts/apt-need.sh libopenblas0-openmp libopenblas-dev \
+  || echo "warning: OpenBLAS is not installed; native kernels that call cblas_* will not link" >&2
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
