@@ -127,8 +127,7 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
         structure, outs = watch.snapshot(last[0])
         watch.structures.append(structure)
         watch.outputs.append(outs)
-        if not all(same_bits(b, s) for b, s in zip(buffers, sets[i])):
-            watch.inputs_changed.append(i)
+        note_inputs(watch, i, buffers, sets[i])
 
     def warm() -> None:
         load(warm_inputs)
@@ -186,5 +185,10 @@ def replay(model: Any, sets: list[list[Any]], watch: Watch, buffers: list[Any],
             watch.replay_structures.append(structure)
             watch.replay_outputs.append(outs)
             watch.provenance.append(watch.summary(recorder, out))
-            if not all(same_bits(b, s) for b, s in zip(buffers, sets[i])) and i not in watch.inputs_changed:
-                watch.inputs_changed.append(i)
+            note_inputs(watch, i, buffers, sets[i])
+
+
+def note_inputs(watch: Watch, i: int, buffers: list[Any], loaded: list[Any]) -> None:
+    """Set ``i`` among ``inputs_changed`` (once) if a call left its inputs other than loaded."""
+    if not all(same_bits(b, s) for b, s in zip(buffers, loaded)) and i not in watch.inputs_changed:
+        watch.inputs_changed.append(i)

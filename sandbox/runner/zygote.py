@@ -138,18 +138,18 @@ class Runner:
 
     def _supervise(self, pid: int, uid: int, unique: bool, fd: int, msg: dict[str, Any],
                    started: float) -> dict[str, Any]:
-        from .wire import HEADER
-
-        deadline = started + msg["timeout"]
-        buf = bytearray()
         forward = Forwarder(self)
         try:
-            return self._watch(pid, uid, unique, fd, msg, started, deadline, buf, forward, HEADER)
+            return self._watch(pid, uid, unique, fd, msg, started, forward)
         finally:
             forward.close()
 
     def _watch(self, pid: int, uid: int, unique: bool, fd: int, msg: dict[str, Any], started: float,
-               deadline: float, buf: bytearray, forward: Forwarder, HEADER: Any) -> dict[str, Any]:
+               forward: Forwarder) -> dict[str, Any]:
+        from .wire import HEADER
+
+        deadline = started + msg["timeout"]
+        buf = bytearray()
         reason = None
         status = None
         memory = MemoryWatch(uid, msg["memory_mb"]) if unique else None
