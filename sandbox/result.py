@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,6 +112,9 @@ def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: b
             out[name]["source"] = "fresh: timed in this run"
         if frame.get("loadavg"):
             out[name]["loadavg"] = frame["loadavg"]  # 1-minute load average before and after timing
+        for key in ("faults", "preempted"):  # per call: page faults, involuntary context switches
+            if frame.get(key):
+                out[name][f"{key}_per_call"] = statistics.median(frame[key])
     post = cand.first("post_timing") or {}
     names = list((post.get("launch_names") or {}).keys())
     real = device == "cuda" or (native_cpu and bool(names) and all(n.startswith("native:") for n in names))

@@ -51,14 +51,22 @@ def flatten_output(out: Any) -> tuple[str, list[Any]]:
     return "tensor", [out]
 
 
-def snapshot_outputs(out: Any) -> tuple[str, list[Any], list[str]]:
-    """Copies of the outputs to the CPU, and their exact types (subclasses show)."""
+def snapshot_outputs(out: Any, into: list[Any] | None = None) -> tuple[str, list[Any], list[str]]:
+    """Copies of the outputs to the CPU, and their exact types (subclasses show).
+    ``into``: CPU tensors to copy into where shape and dtype match (memory
+    already touched: no page faults), instead of new clones."""
     structure, items = flatten_output(out)
     kinds, copies = [], []
-    for item in items:
+    for k, item in enumerate(items):
         kind = type(item)
         kinds.append(f"{kind.__module__}.{kind.__qualname__}")
-        copies.append(_clone(_to(_detach(item), "cpu")) if kind is _Tensor else None)
+        dst = into[k] if into is not None and k < len(into) else None
+        if kind is not _Tensor:
+            copies.append(None)
+        elif isinstance(dst, _Tensor) and dst.shape == item.shape and dst.dtype == item.dtype:
+            copies.append(_copy(dst, _detach(item)))
+        else:
+            copies.append(_clone(_to(_detach(item), "cpu")))
     return structure, copies, kinds
 
 
@@ -264,8 +272,8 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             return provenance.Provenance(launches, list(args) + params, provenance.reachable_tensors(model, module),
                                          canary=True)
 
-        def snapshot(out: Any) -> tuple[str, list[Any]]:
-            structure, outs, _ = snapshot_outputs(out)
+        def snapshot(out: Any, into: list[Any] | None = None) -> tuple[str, list[Any]]:
+            structure, outs, _ = snapshot_outputs(out, into)
             return structure, outs
 
         watch = timed.Watch(record, lambda rec, out: rec.summary(out) if rec is not None else {}, snapshot)

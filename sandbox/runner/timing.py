@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import resource
 import time
 from collections.abc import Callable
 
@@ -32,6 +33,7 @@ import torch
 
 _perf_ns = time.perf_counter_ns
 _cpu_ns = time.process_time_ns  # every thread of the process
+_usage, _SELF = resource.getrusage, resource.RUSAGE_SELF
 _memset = ctypes.memset
 _cuda_sync = torch.cuda.synchronize
 _Event = torch.cuda.Event
@@ -145,6 +147,10 @@ class Loop:
         self.start = start
         self.cpu_ns = 0  # CPU time of every thread of the process over the timed pass
         self.wall_ns = 0
+        # Per timed call: page faults (minor + major) and involuntary context switches,
+        # read around the call (outside its clock); they explain a slow repetition.
+        self.faults: list[int] = []
+        self.preempted: list[int] = []
 
 
 def agrees(fresh_ms: list[float], cached_ms: list[float], share: float = 0.1) -> bool:
@@ -191,10 +197,14 @@ def time_cpu(fn: Callable[[int], object], loop: Loop, budget_s: float,
             loop.before(i)
         if flush is not None:
             flush()
+        u0 = _usage(_SELF)
         t0 = _perf_ns()
         fn(i)
         t1 = _perf_ns()
+        u1 = _usage(_SELF)
         times.append((t1 - t0) / 1e6)
+        loop.faults.append(u1.ru_minflt + u1.ru_majflt - u0.ru_minflt - u0.ru_majflt)
+        loop.preempted.append(u1.ru_nivcsw - u0.ru_nivcsw)
         if loop.after is not None:
             loop.after(i)
         if _perf_ns() > deadline and len(times) >= CPU_MIN_REPS:
