@@ -17,7 +17,6 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 from types import ModuleType
 
 import torch

@@ -87,6 +87,7 @@ class Recognised:
     weight: Expr | None
     bias: Expr | None
     eps: Expr | None
+    dim: int = -1             # the dim of x it runs along (normalised: 0 .. ndim - 1)
 
 
 def _formula(kind: str, x: torch.Tensor, w: Any, b: Any, eps: float) -> torch.Tensor:
@@ -102,23 +103,58 @@ def _formula(kind: str, x: torch.Tensor, w: Any, b: Any, eps: float) -> torch.Te
     return y + b if b is not None else y
 
 
+def _reduced_dim(nodes: list[Expr], nd: int) -> int | None:
+    """The one dim of an ``nd``-dim input that every reduction in the graph is over,
+    else None (KernelBench level1/36 takes the mean of x ** 2 over dim 1 of a 4-D x:
+    evaluated on rows, that dim would have looked like the last)."""
+    found: set[int] = set()
+    for n in nodes:
+        if n.kind == "op" and n.op in ("sum", "mean", "amax", "amin", "max", "min", "logsumexp"):
+            d = n.attrs.get("dim")
+            if d is None or nd < 1:
+                return None
+            found |= {int(v) % nd for v in (d if isinstance(d, (list, tuple)) else [d])}
+    return found.pop() if len(found) == 1 else None
+
+
+def _laid(rows: torch.Tensor, nd: int, axis: int) -> torch.Tensor:
+    """(6, dim) rows as an ``nd``-dim tensor: the features along ``axis``, the six rows
+    along the first other dim, every other dim of size 1."""
+    other = 0 if axis != 0 else nd - 1
+    shape = [1] * nd
+    shape[axis], shape[other] = rows.shape[1], rows.shape[0]
+    return (rows if other < axis else rows.t()).reshape(shape)
+
+
 def recognise(root: Expr, x: Expr, params: list[Expr]) -> Recognised | None:
-    """Which known row operation ``root`` computes over the last dim of ``x``, if any."""
+    """Which known row operation ``root`` computes along one dim of ``x`` (the last, or
+    any other when no parameter is involved), if any."""
     nodes = root.walk()
     if not any(n.kind == "op" and n.op in ("sum", "mean", "amax", "max") for n in nodes):
         return None
-    dim = x.shape[-1] if x.shape else 0
+    nd = len(x.shape or ())
+    axis = _reduced_dim(nodes, nd)
+    if axis is None:
+        return None
+    dim = x.shape[axis] if x.shape else 0
     if dim < 2 or len(params) > 2 or any(tuple(p.shape or ()) != (dim,) for p in params):
         return None
+    if axis != nd - 1 and params:  # a (dim,) parameter broadcasts along the last dim only
+        return None
     gen = torch.Generator().manual_seed(1234)
-    xs = torch.randn(3, dim, generator=gen, dtype=torch.float64)
-    xs = torch.cat([xs * 3 + 0.7, xs * 1e-3])  # small rows make eps visible
+    rows = torch.randn(3, dim, generator=gen, dtype=torch.float64)
+    rows = torch.cat([rows * 3 + 0.7, rows * 1e-3])  # small rows make eps visible
     ps = [torch.rand(dim, generator=gen, dtype=torch.float64) + 0.5 for _ in params]
+    env = {id(p): v for p, v in zip(params, ps, strict=True)}
     try:
-        got = evaluate(root, {id(x): xs, **{id(p): v for p, v in zip(params, ps, strict=True)}})
+        if nd == 1:
+            got = torch.stack([evaluate(root, {id(x): r, **env}) for r in rows])
+        else:
+            got = evaluate(root, {id(x): _laid(rows, nd, axis), **env})
     except (CannotEvaluate, RuntimeError, TypeError):
         return None
-    if not isinstance(got, torch.Tensor) or got.shape != xs.shape:
+    lay = (lambda t: t) if nd == 1 else (lambda t: _laid(t, nd, axis))
+    if not isinstance(got, torch.Tensor) or got.shape != lay(rows).shape:
         return None
     eps_nodes = [n for n in nodes if n.kind == "const" and isinstance(n.value, float) and 0 < n.value < 0.1]
     eps_nodes.append(const(0.0))
@@ -129,9 +165,10 @@ def recognise(root: Expr, x: Expr, params: list[Expr]) -> Recognised | None:
             used = {i for i in (wi, bi) if i is not None}
             if used != set(range(len(params))) or (kind == "rms_norm" and bi is not None):
                 continue
-            want = _formula(kind, xs, ps[wi] if wi is not None else None, ps[bi] if bi is not None else None,
+            want = _formula(kind, rows, ps[wi] if wi is not None else None, ps[bi] if bi is not None else None,
                             float(eps.value))
-            if torch.allclose(got, want, rtol=1e-9, atol=1e-12):
+            if torch.allclose(got, lay(want), rtol=1e-9, atol=1e-12):
                 return Recognised(kind, x, params[wi] if wi is not None else None,
-                                  params[bi] if bi is not None else None, eps if kind.endswith("norm") else None)
+                                  params[bi] if bi is not None else None, eps if kind.endswith("norm") else None,
+                                  axis)
     return None

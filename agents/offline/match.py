@@ -142,7 +142,8 @@ def _row_op(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
 
 
 def _norm_match(kind: str, x: Expr, weight: Expr, bias: Expr, eps: Expr, ndims: int, out_shape: tuple[int, ...],
-                ctx: Context, label: str) -> Match:
+                ctx: Context, label: str, axis: int | None = None) -> Match:
+    """``axis``: the one dim normalised when it is not the last (no weight or bias then)."""
     if not 1 <= ndims <= len(out_shape):
         raise NoMatch(f"{kind} over {ndims} dims of a {len(out_shape)}-d tensor")
     for p, what in ((weight, "weight"), (bias, "bias")):
@@ -157,7 +158,7 @@ def _norm_match(kind: str, x: Expr, weight: Expr, bias: Expr, eps: Expr, ndims: 
                     .get(x.dtype or "", 1.1920928955078125e-07))
     spec = {"x": x, "rms": kind == "rms_norm", "weight": weight if weight.kind == "param" else None,
             "bias": bias if bias.kind == "param" else None, "eps": eps, "ndims": ndims, "out_shape": out_shape,
-            "consts": [eps]}
+            "consts": [eps], "axis": axis if axis is not None and axis != len(out_shape) - 1 else None}
     return Match("norm", kind + label, ctx, spec)
 
 
@@ -174,10 +175,10 @@ def _written_row_op(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Mat
     x = float_leaf(found.x, "the input")
     if found.kind in ("softmax", "log_softmax"):
         return Match("softmax", found.kind + " (written out)", ctx,
-                     {"x": x, "dim": len(out_shape) - 1, "log": found.kind == "log_softmax", "out_shape": out_shape})
+                     {"x": x, "dim": found.dim, "log": found.kind == "log_softmax", "out_shape": out_shape})
     assert found.eps is not None
     return _norm_match(found.kind, x, found.weight or const(None), found.bias or const(None), found.eps, 1,
-                       out_shape, ctx, " (written out)")
+                       out_shape, ctx, " (written out)", axis=found.dim)
 
 
 def _reduction(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:

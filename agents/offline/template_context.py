@@ -81,14 +81,17 @@ class Context:
     def setting(self, value: Any, name: str) -> Expr:
         """A layer's setting (a kernel size, a stride...) as a const bound to the constructor
         argument that holds it: the only one of that value, or among several the one named
-        like the setting (``kernel_size=kernel_size``; ``num_groups`` also matches ``groups``).
-        Unbound when neither is unique."""
+        like the setting (``kernel_size=kernel_size``; ``num_groups`` also matches ``groups``
+        unless an argument is named ``num_groups``). Unbound when neither is unique."""
         e = const(value)
         if value in _TRIVIAL:
             return e
         paths = self.init_paths(value)
         if len(paths) > 1:
-            paths = [p for p in paths if _stem(self._init_name(p[0])) == _stem(name)]
+            # the argument of the setting's own name first (KernelBench level2/11 passes both
+            # groups and num_groups, 8 each: GroupNorm's is num_groups), then its stem
+            exact = [p for p in paths if self._init_name(p[0]) == name]
+            paths = exact or [p for p in paths if _stem(self._init_name(p[0])) == _stem(name)]
         if len(paths) == 1:
             e.bind = paths[0]
         return e

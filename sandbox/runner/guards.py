@@ -314,9 +314,11 @@ def _watched() -> dict[str, tuple[Any, str]]:
     # reported times and the outside clock's phases.
     import sys as _sys
 
-    for mod_name, names in (("sandbox.runner.timing", ("time_cpu", "time_cuda", "run_plain", "_perf_ns",
-                                                        "_cuda_sync", "_Event", "_elapsed", "_record")),
-                            ("sandbox.runner.harness", ("emit_timing", "snapshot_outputs", "sync", "_clone", "_to",
+    for mod_name, names in (("sandbox.runner.timing", ("time_cpu", "time_cuda", "run_null", "_perf_ns", "_cpu_ns",
+                                                        "_usage", "_cuda_sync", "_Event", "_elapsed", "_record")),
+                            ("sandbox.runner.timed", ("emit_timing", "replay", "note_inputs", "same_bits", "touched",
+                                                      "load_set", "_copy", "_clone", "_equal")),
+                            ("sandbox.runner.harness", ("snapshot_outputs", "sync", "_clone", "_to",
                                                          "_detach", "_copy", "build", "to_cpu")),
                             ("sandbox.runner.guards", ("stray_work", "native_thread_count")),
                             ("sandbox.runner.provenance", ("Provenance", "reachable_tensors", "cost", "work_of",

@@ -199,3 +199,41 @@ def test_triton_writes_a_fused_reduction_as_stages() -> None:
     plan = engine.plan(analyse(source), 4)
     assert plan.proposals and {p.family for p in plan.proposals} == {"pipeline"}
     assert any("the triton template does not cover it" in s for s in plan.skipped)
+
+
+# A norm written out over a middle dim (KernelBench level1/36: the mean of x ** 2 over dim 1
+# of a 4-D x). Evaluated as rows, that dim had looked like the last: every candidate was a
+# last-dim norm and failed correctness at every size.
+MIDDLE_NORM = {
+    "rms_dim1": ref("""
+        class Model(nn.Module):
+            def __init__(self, num_features, eps=1e-5):
+                super().__init__()
+                self.eps = eps
+
+            def forward(self, x):
+                return x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + self.eps)
+        """, "[torch.rand(3, 19, 37, 29)]", "[19]"),
+    "layer_dim2": ref(fn("(x - x.mean(2, keepdim=True)) / torch.sqrt(((x - x.mean(2, keepdim=True)) ** 2)"
+                         ".mean(2, keepdim=True) + 1e-5)"), "[torch.randn(2, 3, 23, 301)]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MIDDLE_NORM))
+def test_a_norm_over_a_middle_dim_runs_over_that_dim(case: str) -> None:
+    source = MIDDLE_NORM[case]
+    proposals = cpu_proposals(source)
+    assert proposals and proposals[0].family == "norm", [p.family for p in proposals]
+    assert "_strided(" in proposals[0].source
+    for i, p in enumerate(proposals):
+        check(source, p.source, f"{case}_{i}")
+
+
+def test_a_last_dim_norm_is_not_matched_where_the_reduction_runs_over_another_dim() -> None:
+    """The same formula with the mean over the last dim stays a row norm; a sum over a middle
+    dim beside a mean over the last is no norm at all."""
+    last = ref(fn("x / torch.sqrt(torch.mean(x ** 2, dim=-1, keepdim=True) + 1e-5)"), "[torch.rand(3, 5, 37)]")
+    assert "_rows(" in cpu_proposals(last)[0].source
+    mixed = ref(fn("x / torch.sqrt(torch.mean(x ** 2, dim=-1, keepdim=True) + x.sum(1, keepdim=True))"),
+                "[torch.rand(3, 5, 37)]")
+    assert all(p.family != "norm" for p in cpu_proposals(mixed))

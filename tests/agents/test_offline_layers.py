@@ -165,3 +165,20 @@ def test_group_count_binds_to_the_groups_argument_when_channels_share_its_value(
                  "in_channels = 8\nout_channels = 8\ngroups = 8")
     (proposal, *_) = cpu_proposals(source, 1)
     assert "self.groups, " in proposal.source and "_group_norm(t0, self.group_norm.weight" in proposal.source
+
+
+def test_group_count_binds_to_num_groups_when_groups_is_passed_beside_it() -> None:
+    """KernelBench level2/11 passes groups = num_groups = 8 (its groups goes nowhere): the group
+    norm's count follows num_groups, the argument of its own name, never baked in as 8."""
+    source = ref("""
+        class Model(nn.Module):
+            def __init__(self, in_channels, out_channels, groups, num_groups):
+                super().__init__()
+                self.proj = nn.Linear(in_channels, out_channels)
+                self.group_norm = nn.GroupNorm(num_groups=num_groups, num_channels=out_channels)
+            def forward(self, x):
+                return self.group_norm(torch.tanh(self.proj(x)))
+        """, "[torch.randn(5, in_channels)]", "[in_channels, out_channels, groups, num_groups]",
+                 "in_channels = 16\nout_channels = 32\ngroups = 8\nnum_groups = 8")
+    (proposal, *_) = cpu_proposals(source, 1)
+    assert "self.num_groups, " in proposal.source and "self.groups, " not in proposal.source

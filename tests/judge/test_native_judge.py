@@ -133,6 +133,21 @@ def test_native_timing_is_real_and_labelled(judge: Judge) -> None:
         assert compiled["source"] == "fresh: timed in this run"
 
 
+def test_a_large_output_costs_no_page_faults_inside_any_timed_call(judge: Judge) -> None:
+    """Every timed party lets its output go before its next call, and the candidate's outputs
+    are copied into memory touched before the pass: no party pays a page fault per 4 KB of
+    output in its calls. Before, the candidate's timed outputs were kept, each call wrote
+    fresh pages (4096 faults for this 16 MB output) and eager's did not."""
+    big = RELU.replace("batch_size = 13", "batch_size = 1024").replace("dim = 777", "dim = 4096")
+    options = EvalOptions(device="cpu", trials=1, time_reps=8, compile_baseline=False)
+    result = judge.evaluate(big, candidate(GOOD, uuid.uuid4().hex), options=options)
+    assert result.verdict == "pass", result.reasons
+    for name in ("candidate", "baseline_eager"):
+        timing = result.timing[name]
+        assert timing["reps"] >= 5 and timing["faults_per_call"] < 64, (name, timing)
+        assert "preempted_per_call" in timing
+
+
 def test_triton_on_the_cpu_still_reports_no_speedup(judge: Judge) -> None:
     result = judge.evaluate(RELU, (fc.HONEST / "relu_affine__flat.py").read_text(), options=QUICK)
     assert result.verdict == "pass", result.reasons

@@ -28,6 +28,17 @@ def test_a_baseline_disturbed_by_load_is_not_cached(tmp_path, monkeypatch) -> No
     assert baseline_cache.lookup("k") is None
 
 
+def test_a_three_repetition_baseline_is_judged_by_its_spread_too(tmp_path, monkeypatch) -> None:
+    # KernelBench ELU at 0.05 GB (3 timing sets): torch.compile 1.66 / 1.70 / 12.18 ms was cached
+    # (fewer than 4 repetitions had skipped the spread test) and stood in for later runs.
+    monkeypatch.setenv("KFORGE_JUDGE_BASELINE_CACHE", str(tmp_path))
+    frames = [_frame("baseline_eager", [0.93, 0.97, 0.92]), _frame("baseline_compile", [1.66, 1.70, 12.18])]
+    baseline_cache.store("k", frames)
+    assert baseline_cache.lookup("k") is None
+    baseline_cache.store("k", [_frame("baseline_eager", [0.93, 0.97, 0.92]), _frame("baseline_compile", [1.66, 1.70, 1.68])])
+    assert baseline_cache.lookup("k") is not None
+
+
 def test_a_baseline_timed_under_memory_pressure_is_not_cached(tmp_path, monkeypatch) -> None:
     # KernelBench 19_ReLU at 1 GB: eager timed while the machine swapped pages, IQR 399-551 ms
     # around 516 ms (30%); cached, it made later candidates look 2-3x faster than they were.

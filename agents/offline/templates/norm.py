@@ -98,10 +98,12 @@ def render(match: Any, params: dict[str, Any]) -> str:
     eps_arg, eps_value = (bound[0], bound[1]) if bound else ("eps", ctx.literal(spec["eps"]))
     host_params = ["x: torch.Tensor", *(["weight: torch.Tensor"] if weight else []),
                    *(["bias: torch.Tensor"] if bias else []), f"{eps_arg}: float"]
+    axis = spec.get("axis")  # a middle dim (no weight or bias): moved last, and back after
     host = "\n".join([
         f"def {name}({', '.join(host_params)}) -> torch.Tensor:",
-        f'    """{name} over the last {ndims} dim(s): each row of x.reshape(-1, n_cols) is one program."""',
-        "    x = x.contiguous()",
+        f'    """{name} over the last {ndims} dim(s): each row of x.reshape(-1, n_cols) is one program."""'
+        if axis is None else f'    """{name} over dim {axis}, moved last: each row is one program."""',
+        "    x = x.contiguous()" if axis is None else f"    x = x.movedim({axis}, -1).contiguous()",
         f"    out = torch.empty(x.shape, dtype={dtype_of(match.ctx.outputs[0].get('dtype'))}, device=x.device)",
         f"    n_cols = math.prod(x.shape[-{ndims}:])" if ndims > 1 else "    n_cols = x.shape[-1]",
         "    rows = x.numel() // max(n_cols, 1)",
@@ -109,11 +111,12 @@ def render(match: Any, params: dict[str, Any]) -> str:
         f"    {name}_kernel[(rows,)](x, {'weight' if weight else 'x'}, {'bias' if bias else 'x'}, out, n_cols, "
         f"{eps_arg}, HAS_WEIGHT={bool(weight)}, HAS_BIAS={bool(bias)},",
         f"        BLOCK=block, ONE_BLOCK=n_cols <= block, num_warps={warps})",
-        "    return out",
+        "    return out" if axis is None else f"    return out.movedim(-1, {axis}).contiguous()",
     ])
     args = [ctx.forward_arg(spec["x"].index), *(ctx.param_access(p.ref) for p in (weight, bias) if p), eps_value]
     cls = model_class(ctx, [f"return {name}({', '.join(args)})"],
                       "Same constructor, parameters and forward signature as the reference's Model.")
-    doc = (f"{match.kind} over the last {ndims} dim(s) in Triton (offline engine, no LLM).\n\n"
+    where = f"the last {ndims} dim(s)" if axis is None else f"dim {axis}"
+    doc = (f"{match.kind} over {where} in Triton (offline engine, no LLM).\n\n"
            f"out = {formula}\nLaunch parameters: MAX_BLOCK={max_block}, num_warps={warps}.\n")
     return module_source(doc, [kernel, host, cls], uses_math=ndims > 1)

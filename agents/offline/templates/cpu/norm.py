@@ -49,9 +49,89 @@ void {name}_rows({params}) {{
 }}'''
 
 
+# A norm over a middle dim (x viewed as (outer, C, inner)): statistics per (outer, inner)
+# position over C values `inner` apart, a block of BLOCK positions per OpenMP iteration
+# (C x BLOCK floats stay in cache between the statistics and the writing pass: x is read
+# from memory once).
+STRIDED_BLOCK = 256
+_STRIDED_LAYER = '''        for (int64_t c = 0; c < C; c++) {{
+            const float* xr = xb + c * inner;
+            {simd}
+            for (int64_t j = 0; j < n; j++) s1[j] += xr[j];
+        }}
+        for (int64_t j = 0; j < n; j++) mean[j] = (float)(s1[j] / C);
+        for (int64_t c = 0; c < C; c++) {{
+            const float* xr = xb + c * inner;
+            {simd}
+            for (int64_t j = 0; j < n; j++) {{ const float d = xr[j] - mean[j]; s2[j] += d * d; }}
+        }}'''
+_STRIDED_RMS = '''        for (int64_t c = 0; c < C; c++) {{
+            const float* xr = xb + c * inner;
+            {simd}
+            for (int64_t j = 0; j < n; j++) s2[j] += xr[j] * xr[j];
+        }}'''
+STRIDED_KERNEL = '''/* x and out viewed as (outer, C, inner): out = {formula} over the C values of each
+   (outer, inner) position, which lie `inner` apart. */
+void {name}_strided(const float* x, float* out, int64_t outer, int64_t C, int64_t inner, double eps) {{
+    const int64_t nblk = (inner + {block} - 1) / {block};
+    #pragma omp parallel for {schedule} if(outer * C * inner >= KF_PAR_MIN)
+    for (int64_t t = 0; t < outer * nblk; t++) {{
+        const int64_t o = t / nblk, i0 = (t % nblk) * {block};
+        const int64_t n = inner - i0 < {block} ? inner - i0 : {block};
+        const float* xb = x + o * C * inner + i0;
+        float* yb = out + o * C * inner + i0;
+        {acc} s1[{block}], s2[{block}];
+        float mean[{block}], inv[{block}];
+        for (int64_t j = 0; j < n; j++) {{ s1[j] = 0; s2[j] = 0; mean[j] = 0.0f; }}
+{stats}
+        for (int64_t j = 0; j < n; j++) inv[j] = (float)(1.0 / sqrt((double)(s2[j] / C) + eps));
+        for (int64_t c = 0; c < C; c++) {{
+            const float* xr = xb + c * inner;
+            float* yr = yb + c * inner;
+            {simd}
+            for (int64_t j = 0; j < n; j++) yr[j] = {centred} * inv[j];
+        }}
+    }}
+}}'''
+
+
+def render_strided(match: Any, params: dict[str, Any]) -> str:
+    """The norm over dim ``spec["axis"]`` (not the last; no weight or bias)."""
+    ctx = match.ctx.fresh()
+    spec = match.spec
+    rms, axis = spec["rms"], spec["axis"]
+    require_float32(match.ctx.outputs[0].get("dtype"), spec["x"].dtype)
+    name = "rms_norm" if rms else "layer_norm"
+    formula = "x / sqrt(mean(x^2) + eps)" if rms else "(x - mean(x)) / sqrt(var(x) + eps)"
+    simd = simd_pragma(params)
+    stats = (_STRIDED_RMS if rms else _STRIDED_LAYER).format(simd=simd)
+    kernel = STRIDED_KERNEL.format(formula=formula, name=name, block=STRIDED_BLOCK, schedule=omp_schedule(params),
+                                   acc=params["acc"], stats=stats, simd=simd,
+                                   centred="xr[j]" if rms else "(xr[j] - mean[j])")
+    c_sig = f"void {name}_strided(const float* x, float* out, int64_t outer, int64_t C, int64_t inner, double eps)"
+    bound = ctx.scalar(spec["eps"])
+    eps_arg, eps_value = (bound[0], bound[1]) if bound else ("eps", ctx.literal(spec["eps"]))
+    host = [f"def {name}(x: torch.Tensor, {eps_arg}: float) -> torch.Tensor:",
+            f'    """{name} over dim {axis}: x as (outer, C, inner), one block of inner positions per iteration."""',
+            "    x = x.contiguous()",
+            "    out = torch.empty_like(x)",
+            f"    outer, C, inner = math.prod(x.shape[:{axis}]), x.shape[{axis}], math.prod(x.shape[{axis + 1}:])",
+            "    if out.numel():",
+            f"        lib.{name}_strided(x, out, outer, C, inner, float({eps_arg}))",
+            "    return out"]
+    knobs = ", ".join(f"{k}={v}" for k, v in params.items())
+    doc = (f"{match.kind} over dim {axis} in C (offline engine, no LLM, backend cpu).\n\n"
+           f"out = {formula}\nParameters: {knobs}, BLOCK={STRIDED_BLOCK}.\n")
+    args = [ctx.forward_arg(spec["x"].index), eps_value]
+    return module_source(doc, prelude() + "\n\n" + kernel, [c_sig], name, ["\n".join(host)], ctx,
+                         [f"return {name}({', '.join(args)})"], uses_math=True)
+
+
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
+    if spec.get("axis") is not None:
+        return render_strided(match, params)
     rms, ndims = spec["rms"], spec["ndims"]
     weight, bias = spec["weight"], spec["bias"]
     require_float32(match.ctx.outputs[0].get("dtype"), spec["x"].dtype, *(p.dtype for p in (weight, bias) if p))
