@@ -3,10 +3,13 @@ groups (depthwise included) and output padding, read at run time; the bias and t
 matched elementwise epilogue applied to each output before it leaves the cache.
 
 Three algorithms: the implicit GEMM of conv_gemm.py, the direct one below, and
-``blas`` (forward convolutions: per sample and group the input's patches are
+``blas``: for a forward convolution, per sample and group the input's patches are
 laid out as a (C/groups * taps, positions) matrix -- a 1x1 convolution reads
-the input itself -- and OpenBLAS's sgemm multiplies the weight by it; bias and
-epilogue in one pass after); ``algorithm`` picks (``algo=auto``: the GEMM
+the input itself -- and OpenBLAS's sgemm multiplies the weight by it; for a
+transposed one, sgemm multiplies the transposed weight by the input into a
+(K/groups * taps, input positions) matrix whose rows are then added into the
+output planes (col2im, one output channel per thread); bias and epilogue in one
+pass after; ``algorithm`` picks (``algo=auto``: the GEMM
 unless a group has too few output channels to fill the micro-kernel, as
 depthwise ones). Both compute every
 convolution as 3-D over (N, C, D, H, W) -- a 1-D or 2-D one has size-1 leading
@@ -131,6 +134,9 @@ LAUNCH = '''{prep}    lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:],
 # the patches' room (one sample and group at a time); unused by a 1x1 stride-1 convolution
 BLAS_COL = ("    col = torch.empty(max(1, (C // groups) * math.prod(w.shape[2:]) * math.prod(out_sp)), "
             "dtype=torch.float32, device=x.device)\n")
+# a transposed convolution's columns: (K / groups * taps, input positions)
+BLAS_COL_T = ("    col = torch.empty(max(1, w.shape[1] * math.prod(w.shape[2:]) * math.prod(x.shape[2:])), "
+              "dtype=torch.float32, device=x.device)\n")
 
 
 def _direct(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: CEpilogue, c_args: str) -> str:
@@ -196,6 +202,47 @@ void {fn}({args}) {{
     }}
 {finish}}}'''
 
+TBLAS = '''/* {what} The product by OpenBLAS (cblas_sgemm), then its columns added into the output.
+   x: (N, C, D, H, W), w: (C, K / groups, kd, kh, kw), y: (N, K, OD, OH, OW), all contiguous;
+   col: room for one (K / groups * kd * kh * kw, D * H * W) matrix: what each input position
+   gives each output channel through each tap (col2im scatters it).{docs} */
+void {fn}({args}) {{
+    const int64_t cg = C / groups, kg = K / groups, T = kd * kh * kw, Q = D * H * W, P = OD * OH * OW;
+    for (int64_t n = 0; n < N; n++)
+    for (int64_t g = 0; g < groups; g++) {{
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)(kg * T), (blasint)Q, (blasint)cg, 1.0f,
+                    w + g * cg * kg * T, (blasint)(kg * T), x + (n * C + g * cg) * Q, (blasint)Q, 0.0f, col,
+                    (blasint)Q);
+        /* one output channel per iteration: no two threads add into the same plane */
+        #pragma omp parallel for schedule(static) if(kg * T * Q >= {par_min})
+        for (int64_t k = 0; k < kg; k++) {{
+            float* yk = y + (n * K + g * kg + k) * P;
+            for (int64_t p = 0; p < P; p++) yk[p] = 0.0f;
+            for (int64_t t = 0; t < T; t++) {{
+                const int64_t a = t / (kh * kw), b = (t / kw) % kh, e = t % kw;
+                const float* cr = col + (k * T + t) * Q;
+                /* input iw feeds output ow = iw * sw + off */
+                const int64_t off = e * dw - pw;
+                const int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+                int64_t hi = OW - off <= 0 ? 0 : (OW - off + sw - 1) / sw;
+                if (hi > W) hi = W;
+                for (int64_t id = 0; id < D; id++) {{
+                    const int64_t od = id * sd - pd + a * dd;
+                    if (od < 0 || od >= OD) continue;
+                    for (int64_t ih = 0; ih < H; ih++) {{
+                        const int64_t oh = ih * sh - ph + b * dh;
+                        if (oh < 0 || oh >= OH) continue;
+                        const float* src = cr + (id * H + ih) * W;
+                        float* dst = yk + (od * OH + oh) * OW;
+                        {simd}
+                        for (int64_t iw = lo; iw < hi; iw++) dst[iw * sw + off] += src[iw];
+                    }}
+                }}
+            }}
+        }}
+    }}
+{finish}}}'''
+
 BLAS_FINISH = '''    #pragma omp parallel for {schedule} if(N * K * P >= {par_min})
     for (int64_t row = 0; row < N * K; row++) {{
         const int64_t k = row % K;
@@ -215,20 +262,16 @@ def _blas(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: 
     finish = "" if not bias and ep.result == "acc" and not ep.statements else BLAS_FINISH.format(
         schedule=omp_schedule(params), par_min=int(params["par_min"]), simd=simd_pragma({}), bias=bias,
         epilogue="\n".join(f"            {line}" for line in ep.statements), result=ep.result)
-    kernel = BLAS.format(what=what, fn=fn, args=c_args, docs="".join(f"\n   {d}" for d in ep.docs),
-                         par_min=int(params["par_min"]), finish=finish)
+    kernel = (TBLAS if spec["transposed"] else BLAS).format(
+        what=what, fn=fn, args=c_args, docs="".join(f"\n   {d}" for d in ep.docs), par_min=int(params["par_min"]),
+        finish=finish, simd=simd_pragma({}))
     return "\n\n".join([prelude(helper_names(kernel)), "#include <cblas.h>", INLINE, kernel])
 
 
 def algorithm(spec: dict[str, Any], params: dict[str, Any]) -> str:
-    """``direct`` or ``gemm``; ``auto`` takes the implicit GEMM when a group has 4 output channels
+    """``direct``, ``gemm`` or ``blas`` as asked; ``auto`` takes the implicit GEMM when a group has 4 output channels
     or more and the reduction is long enough (not depthwise)."""
     algo = params.get("algo", "direct")
-    if algo == "blas" and spec["transposed"]:
-        # the BLAS algorithm writes forward convolutions; a transposed one gets the direct
-        # algorithm with 2-channel blocks in that rank instead (none of the other ranks' sets)
-        params.update(KB=2)
-        return "direct"
     if algo != "auto":
         return algo
     w = spec["weight"].shape
@@ -268,7 +311,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
     extra = "".join(f", {o.strip(', ')}: torch.Tensor" for o in ep.operands) + \
         "".join(f", {s}: float" for s in ep.scalars)
     host = conv_host.head(spec, "", extra, "x.dtype") + \
-        LAUNCH.format(fn=fn, prep="".join(ep.prep) + (BLAS_COL if algo == "blas" else ""),
+        LAUNCH.format(fn=fn, prep="".join(ep.prep) + ((BLAS_COL_T if transposed else BLAS_COL) if algo == "blas" else ""),
                       ptrs=("b, " if bias is not None else "") + ("col, " if algo == "blas" else ""),
                       operands="".join(ep.operands), scalars="".join(f", {s}" for s in ep.scalars))
     call = [*conv_host.call_args(ctx, spec), *ep.forward_ops, *ep.scalars.values()]
