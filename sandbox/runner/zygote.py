@@ -169,7 +169,11 @@ class Runner:
                 if memory is not None and memory.exceeded:
                     reason = "memory"
                     break
-                if forward.backlog() > FORWARD_BACKLOG_BYTES:
+                if forward.backlog() > FORWARD_BACKLOG_BYTES and status is None:
+                    # Only a live child is held back: once it has exited, what is left in its
+                    # pipe is bounded, and must be read within the drain window (waiting on
+                    # the judge here had let that window close on the final frames: a
+                    # reference at --fit-memory 1 "did not finish (exit code 0)").
                     forward.wait(min(0.05, remaining))
                     continue
                 ready, _, _ = select.select([fd], [], [], min(0.05, remaining))
