@@ -1,6 +1,7 @@
 """Part (d): timing quality. The judge evaluates one bundled kernel several times; the
 spread of its candidate medians, (max - min) / median, says how repeatable its timing
-is, and the ratio of its median to an independent timer's (torch.utils.benchmark.Timer
+is, the judge's cost per phase (median over the runs) where a judge run spends its
+time, and the ratio of its median to an independent timer's (torch.utils.benchmark.Timer
 on the CPU, triton.testing.do_bench on CUDA, in this process) says whether it measures
 the right thing.
 
@@ -60,6 +61,7 @@ def run(judge: Any, options_for: OptionsFor, device: str, quick: bool) -> Part:
     options = options_for(backend, trials=1, compile_baseline=False)
     load_before = load_per_core()
     medians: list[float] = []
+    costs: list[dict[str, Any]] = []
     label, threads = "", 1
     for i in range(runs):
         result = judge.evaluate(reference, candidate, "selftest_timing_ref.py", "selftest_timing.py", options)
@@ -67,6 +69,7 @@ def run(judge: Any, options_for: OptionsFor, device: str, quick: bool) -> Part:
             part.summary = f"run {i}: the judge did not time the bundled kernel: {result.reasons[:2]}"
             return part
         medians.append(float(result.timing["candidate"]["median_ms"]))
+        costs.append(result.cost or {})
         label, threads = result.timing.get("label", ""), int(result.timing.get("threads") or os.cpu_count() or 1)
     mid = statistics.median(medians)
     spread = (max(medians) - min(medians)) / mid
@@ -77,10 +80,18 @@ def run(judge: Any, options_for: OptionsFor, device: str, quick: bool) -> Part:
                     "spread_target": SPREAD_TARGET, "independent_timer": "torch.utils.benchmark.Timer"
                     if device == "cpu" else "triton.testing.do_bench", "independent_median_ms": round(independent, 4),
                     "judge_over_independent": round(ratio, 4), "agreement_target": AGREEMENT_TARGET,
-                    "load_per_core": round(load, 2), "shape": [rows, cols], "label": label}
+                    "load_per_core": round(load, 2), "shape": [rows, cols], "label": label,
+                    "judge_cost_s": cost_by_phase(costs)}
     met = spread <= SPREAD_TARGET and abs(ratio - 1) <= AGREEMENT_TARGET
     part.verdict = "pass" if met else ("warn" if load >= LOADED else "fail")
     part.summary = (f"spread of {runs} judge medians {spread:.1%} (target <= {SPREAD_TARGET:.0%}); judge / "
                     f"{part.numbers['independent_timer']} = {ratio:.3f} (target within {AGREEMENT_TARGET:.0%}); "
                     f"load {load:.2f} per core" + ("" if met else " (loaded host: warn)" if load >= LOADED else ""))
     return part
+
+
+def cost_by_phase(costs: list[dict[str, Any]]) -> dict[str, float]:
+    """The judge's seconds per phase (sandbox/cost.py), the median over the runs."""
+    phases = sorted({k for c in costs for k, v in c.items() if isinstance(v, (int, float))})
+    return {k: round(statistics.median([float(c[k]) for c in costs if isinstance(c.get(k), (int, float))]), 3)
+            for k in phases}

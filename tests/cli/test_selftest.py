@@ -41,6 +41,8 @@ def test_quick_cpu_selftest(tmp_path: Path) -> None:
     assert any(c["caught_by"] for c in redteam["cases"]) and all(c["verdict"] == "fail" for c in redteam["cases"])
     timing = report["parts"]["timing"]["numbers"]
     assert timing["independent_timer"] == "torch.utils.benchmark.Timer" and timing["spread"] >= 0
+    cost = timing["judge_cost_s"]  # where a judge run spends its time, by phase
+    assert cost["total_s"] > 0 and cost["candidate_job_s"] > 0 and cost["reference_job_s"] > 0
     assert code == (0 if report["verdict"] == "pass" else 1)
     assert Path(report["report_files"]["json"]).exists() and Path(report["report_files"]["markdown"]).exists()
 
