@@ -119,16 +119,6 @@ def _is_main_guard(node: ast.stmt) -> bool:
             and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return ".".join([node.id] + parts[::-1])
-    return None
-
-
 class _Reader(ast.NodeVisitor):
     def __init__(self, own_names: set[str]) -> None:
         self.found: list[Finding] = []
@@ -174,7 +164,7 @@ class _Reader(ast.NodeVisitor):
 
     def _resolve(self, node: ast.AST) -> str | None:
         """Dotted path with the local alias of an imported module expanded."""
-        dotted = _dotted(node)
+        dotted = policy_gpu.dotted(node)
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")

@@ -17,7 +17,8 @@ import ast
 import re
 
 
-def _dotted(node: ast.AST) -> str | None:
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for an attribute chain on a name, else None (the Python policy uses it too)."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -102,10 +103,10 @@ class _Reader(ast.NodeVisitor):
             self.aliases[alias.asname or alias.name] = full
 
     def _resolve(self, node: ast.AST) -> str | None:
-        dotted = _dotted(node)
-        if dotted is None:
+        name = dotted(node)
+        if name is None:
             return None
-        head, _, rest = dotted.partition(".")
+        head, _, rest = name.partition(".")
         return self.aliases[head] + ("." + rest if rest else "") if head in self.aliases else None
 
     def _path(self, node: ast.AST, path: str) -> bool:
