@@ -6,28 +6,25 @@ or our loopback test server. The SDK sends the key as `Authorization: Bearer`.
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import anthropic
 from anthropic.types import Message as AnthropicMessage
 
-from agents.providers.base import Completion, Message, ProviderConfigError
-from agents.providers.calls import RawReply, check_messages, sdk_call
+from agents.providers.base import Completion, Message
+from agents.providers.calls import RawReply, SdkProvider, check_messages
 from agents.providers.errors import unexpected_reply
-from agents.providers.pricing import parse_prices
 from agents.providers.retry import RetryPolicy
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 PLACEHOLDER_KEY = "not-needed"
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider):
     """Claude models with our retry policy; the SDK's own retries are off."""
 
-    name = "anthropic"
+    name, key_env, sdk, sdk_error = "anthropic", KEY_ENV, anthropic, anthropic.AnthropicError
 
     def __init__(
         self,
@@ -42,21 +39,13 @@ class AnthropicProvider:
         max_delay_s: float = 30.0,
         max_retry_after_s: float = 60.0,
     ) -> None:
-        key = api_key or os.environ.get(KEY_ENV) or None
-        if key is None and base_url is None:
-            raise ProviderConfigError(f"no API key for provider anthropic: set {KEY_ENV}", provider=self.name)
-        self.model = model
-        self.base_url = base_url
-        self._key = key
-        self._prices = parse_prices(prices) if prices else None
-        self._policy = RetryPolicy(max_retries, base_delay_s, max_delay_s, max_retry_after_s)
+        key = self.settle(model, api_key, base_url, prices,
+                          RetryPolicy(max_retries, base_delay_s, max_delay_s, max_retry_after_s),
+                          f"no API key for provider anthropic: set {KEY_ENV}")
         # An explicit key also stops the SDK from looking for profiles or other credentials on disk.
         self._client = anthropic.Anthropic(
             api_key=key or PLACEHOLDER_KEY, base_url=base_url, timeout=timeout, max_retries=0
         )
-
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
 
     def complete(
         self, system: str, messages: list[Message], *, max_tokens: int = 4096, temperature: float = 0.2
@@ -74,11 +63,7 @@ class AnthropicProvider:
         }
         if system:  # the API rejects an empty system block
             request["system"] = system
-        return sdk_call(
-            functools.partial(self._send, request), sdk=anthropic, sdk_error=anthropic.AnthropicError, provider=self.name,
-            model=self.model, key=self._key, key_env=None if self.base_url else KEY_ENV, policy=self._policy,
-            prices=self._prices, system=system, messages=messages,
-        )
+        return self.call(request, system, messages)
 
     def _send(self, request: dict[str, Any]) -> RawReply:
         response = self._client.messages.create(**request)

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
-from agents.providers.base import Completion, Message, ProviderError
+from agents.providers.base import Completion, Message, ProviderConfigError, ProviderError
 from agents.providers.errors import failure_from_sdk, fatal_error
-from agents.providers.pricing import Price, cost_usd, is_priced
+from agents.providers.pricing import Price, cost_usd, is_priced, parse_prices
 from agents.providers.retry import Failure, RetryPolicy, call_with_retry
 
 log = logging.getLogger("agents.providers")
@@ -115,3 +117,40 @@ def sdk_call(
         prices=prices,
         prompt_chars=len(system) + sum(len(m["content"]) for m in messages),
     )
+
+
+class SdkProvider:
+    """What every SDK-backed provider holds besides its client -- model, base URL, key,
+    prices, retry policy -- and its retried, priced call (`call`). A subclass sets `name`,
+    `key_env`, `sdk` and `sdk_error`, calls `settle` first in its constructor and defines
+    `_send(request) -> RawReply` (one attempt)."""
+
+    name = ""
+    key_env = ""
+    sdk: ModuleType
+    sdk_error: type[Exception]
+
+    def settle(self, model: str, api_key: str | None, base_url: str | None, prices: Mapping[str, Any] | None,
+               policy: RetryPolicy, missing: str) -> str | None:
+        """The key to use (None: a local server that needs none); ``missing`` is the error's
+        text when there is neither a key nor a base URL."""
+        key = api_key or os.environ.get(self.key_env) or None
+        if key is None and base_url is None:
+            raise ProviderConfigError(missing, provider=self.name)
+        self.model, self.base_url, self._key = model, base_url, key
+        self._prices = parse_prices(prices) if prices else None
+        self._policy = policy
+        return key
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def call(self, request: dict[str, Any], system: str, messages: list[Message]) -> Completion:
+        return sdk_call(
+            functools.partial(self._send, request), sdk=self.sdk, sdk_error=self.sdk_error, provider=self.name,
+            model=self.model, key=self._key, key_env=None if self.base_url else self.key_env, policy=self._policy,
+            prices=self._prices, system=system, messages=messages,
+        )
+
+    def _send(self, request: dict[str, Any]) -> RawReply:
+        raise NotImplementedError

@@ -6,18 +6,15 @@ and often needs no key; the SDK insists on a string, so a placeholder is sent.
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
 
-from agents.providers.base import Completion, Message, ProviderConfigError
-from agents.providers.calls import RawReply, check_messages, sdk_call
+from agents.providers.base import Completion, Message
+from agents.providers.calls import RawReply, SdkProvider, check_messages
 from agents.providers.errors import unexpected_reply
-from agents.providers.pricing import parse_prices
 from agents.providers.retry import RetryPolicy
 
 KEY_ENV = "OPENAI_API_KEY"
@@ -27,10 +24,10 @@ PLACEHOLDER_KEY = "not-needed"
 _TEMPERATURE_PREFIXES = ("gpt-4", "gpt-3.5", "chatgpt-")
 
 
-class OpenAIProvider:
+class OpenAIProvider(SdkProvider):
     """Chat completions through the official `openai` SDK, with our retry policy."""
 
-    name = "openai"
+    name, key_env, sdk, sdk_error = "openai", KEY_ENV, openai, openai.OpenAIError
 
     def __init__(
         self,
@@ -49,26 +46,15 @@ class OpenAIProvider:
         """`official_api`: whether the server is OpenAI itself, which wants `max_completion_tokens` and
         refuses `temperature` on reasoning models; by default true without `base_url` or on api.openai.com.
         """
-        key = api_key or os.environ.get(KEY_ENV) or None
-        if key is None and base_url is None:
-            raise ProviderConfigError(
-                f"no API key for provider openai: set {KEY_ENV}, or pass --base-url for a local "
-                "OpenAI-compatible server that needs none",
-                provider=self.name,
-            )
-        self.model = model
-        self.base_url = base_url
-        self._key = key
-        self._prices = parse_prices(prices) if prices else None
-        self._policy = RetryPolicy(max_retries, base_delay_s, max_delay_s, max_retry_after_s)
+        key = self.settle(model, api_key, base_url, prices,
+                          RetryPolicy(max_retries, base_delay_s, max_delay_s, max_retry_after_s),
+                          f"no API key for provider openai: set {KEY_ENV}, or pass --base-url for a local "
+                          "OpenAI-compatible server that needs none")
         self._client = openai.OpenAI(api_key=key or PLACEHOLDER_KEY, base_url=base_url, timeout=timeout, max_retries=0)
         # Compatible servers know the older parameter names best.
         if official_api is None:
             official_api = base_url is None or "api.openai.com" in base_url
         self._official = official_api
-
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
 
     def complete(
         self, system: str, messages: list[Message], *, max_tokens: int = 4096, temperature: float = 0.2
@@ -86,11 +72,7 @@ class OpenAIProvider:
         request["max_completion_tokens" if self._official else "max_tokens"] = max_tokens
         if not self._official or self.model.startswith(_TEMPERATURE_PREFIXES):
             request["temperature"] = temperature
-        return sdk_call(
-            functools.partial(self._send, request), sdk=openai, sdk_error=openai.OpenAIError, provider=self.name,
-            model=self.model, key=self._key, key_env=None if self.base_url else KEY_ENV, policy=self._policy,
-            prices=self._prices, system=system, messages=messages,
-        )
+        return self.call(request, system, messages)
 
     def _send(self, request: dict[str, Any]) -> RawReply:
         response = self._client.chat.completions.create(**request)
