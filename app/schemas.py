@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from .backends import BackendChoice
+from .settings import PROVIDERS
 
 MAX_SOURCE = 200_000
 
@@ -51,7 +52,7 @@ class JobCreate(BaseModel):
         "cpu)."))
     gpu_kind: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$", description="Routes to queue gpu-<kind>.")
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    provider: Literal["offline", "openai", "anthropic"] = "offline"
+    provider: Literal[PROVIDERS] = "offline"  # type: ignore[valid-type]
     model: Text | None = Field(None, max_length=100)
     base_url: Text | None = Field(None, max_length=500)
     max_rounds: int = Field(3, ge=0, le=50)

@@ -13,6 +13,11 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Who writes kernels: the offline engine (no model) or one of agents.providers' SDK
+# providers (PROVIDER_NAMES; a test keeps the two lists equal). The CLI, REST, MCP and
+# batch take their choices from here.
+PROVIDERS: tuple[str, ...] = ("offline", "openai", "anthropic")
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KFORGE_", env_file=".env", extra="ignore")
@@ -57,8 +62,8 @@ class Settings(BaseSettings):
     @field_validator("provider")
     @classmethod
     def known_provider(cls, v: str) -> str:
-        if v not in ("offline", "openai", "anthropic"):
-            raise ValueError("KFORGE_PROVIDER must be offline, openai or anthropic")
+        if v not in PROVIDERS:
+            raise ValueError(f"KFORGE_PROVIDER must be one of {', '.join(PROVIDERS)}")
         return v
 
 

@@ -30,7 +30,7 @@ from ..batch.suite import suite_root
 from ..batch.task import KB_MODES
 from ..batch.text import fmt, headline_rows
 from ..compose import choose_backend, eval_options
-from ..settings import get_settings
+from ..settings import PROVIDERS, get_settings
 
 batch_app = typer.Typer(no_args_is_help=True)
 err = Console(stderr=True)
@@ -122,8 +122,8 @@ def fail(message: str, as_json: bool) -> NoReturn:
 
 
 def validate(req: BatchRequest) -> None:
-    if req.provider not in ("offline", "openai", "anthropic"):
-        raise BatchError(f"--provider {req.provider!r}: use offline, openai or anthropic")
+    if req.provider not in PROVIDERS:
+        raise BatchError(f"--provider {req.provider!r}: use {', '.join(PROVIDERS)}")
     if req.kb not in KB_MODES:
         raise BatchError(f"--kb {req.kb!r}: use {', '.join(KB_MODES)}")
     if req.kb != "off" and req.api:

@@ -24,7 +24,7 @@ from sandbox import EvalOptions, JudgeError
 from ..backends import check_backend
 from ..compose import build_search, choose_backend, eval_options
 from ..kb.job_lessons import learn
-from ..settings import get_settings
+from ..settings import PROVIDERS, get_settings
 
 err = Console(stderr=True)
 
@@ -81,8 +81,8 @@ def run_optimize(problem: Path, provider: str, model: str | None, base_url: str 
                  choice: dict[str, Any] | None = None) -> dict[str, Any]:
     """The search, its summary (with ``backend_choice``: what ran and why) and, with ``out``, its files."""
     check_backend(config.backend, allow_auto=False)
-    if provider not in ("offline", "openai", "anthropic"):
-        raise ValueError(f"--provider {provider!r}: use offline, openai or anthropic")
+    if provider not in PROVIDERS:
+        raise ValueError(f"--provider {provider!r}: use {', '.join(PROVIDERS)}")
     try:
         reference = problem.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

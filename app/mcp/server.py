@@ -20,6 +20,7 @@ from sandbox import list_problems as suite
 
 from ..backends import Backend, BackendChoice, device_for
 from ..errors import KForgeError
+from ..settings import PROVIDERS
 from .backend import Backend as Service
 from .backend import Source, Submission, follow, problems_dir
 from .models import BestKernel, Evaluation, JobReport, ProblemInfo, ProblemList, StrategyHits
@@ -96,7 +97,7 @@ def build_server(service: Service) -> MCPServer:
         reference: Reference,
         max_rounds: Annotated[int, Field(ge=0, le=50, description=(
             "LLM rounds after round 0 (which judges the offline engine's starter kernels)."))] = 3,
-        provider: Annotated[Literal["offline", "openai", "anthropic"], Field(description=(
+        provider: Annotated[Literal[PROVIDERS], Field(description=(  # type: ignore[valid-type]
             "Who writes kernels: offline = KForge's own starter kernels only; openai / anthropic need the "
             "service's keys."))] = "offline",
         model: Annotated[str | None, Field(max_length=100, description="The provider's model name.")] = None,
