@@ -5,47 +5,29 @@ templates of the cpu backend live in ``cpu/``."""
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 from typing import Any
 
-from . import (
-    argreduce,
-    attention,
-    channel_norm,
-    conv,
-    cpu,
-    cross_entropy,
-    elementwise,
-    matmul,
-    norm,
-    pooling,
-    reduction,
-    scan,
-    softmax,
-    triangle,
-)
 from .pipeline import Pipeline
 
-FAMILIES: dict[str, ModuleType] = {
-    "elementwise": elementwise,
-    "softmax": softmax,
-    "norm": norm,
-    "reduction": reduction,
-    "matmul": matmul,
-    "pooling": pooling,
-    "argreduce": argreduce,
-    "scan": scan,
-    "channel_norm": channel_norm,
-    "conv": conv,
-    "attention": attention,
-    "triangle": triangle,
-    "cross_entropy": cross_entropy,
-}
+# The families, in the order the engine tries them: each is a Triton module here and a C
+# module of the same name in cpu/ (adding a family: docs/architecture.md).
+NAMES: tuple[str, ...] = ("elementwise", "softmax", "norm", "reduction", "matmul", "pooling", "argreduce", "scan",
+                          "channel_norm", "conv", "attention", "triangle", "cross_entropy")
+
+
+def _modules(package: str) -> dict[str, ModuleType]:
+    return {name: importlib.import_module(f"{package}.{name}") for name in NAMES}
+
+
+FAMILIES: dict[str, ModuleType] = _modules(__name__)
+CPU_FAMILIES: dict[str, ModuleType] = _modules(__name__ + ".cpu")
 
 # every backend also has the pipeline: a chain of the families above in one candidate
 BACKENDS: dict[str, dict[str, Any]] = {
     name: {**families, "pipeline": Pipeline(families, name)}
-    for name, families in (("triton", FAMILIES), ("cuda", FAMILIES), ("cpu", cpu.FAMILIES))}
+    for name, families in (("triton", FAMILIES), ("cuda", FAMILIES), ("cpu", CPU_FAMILIES))}
 
 
 def families_for(backend: str) -> dict[str, Any]:
