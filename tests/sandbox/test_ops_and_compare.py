@@ -57,3 +57,26 @@ def test_changed_inputs_sees_in_place_writes_and_tolerates_nan():
     x = torch.tensor([1.0, float("nan")])
     assert compare.changed_inputs([x], [x.clone()]) == []
     assert compare.changed_inputs([x, 3], [torch.tensor([2.0, float("nan")]), 3]) == [0]
+
+
+def test_chunked_comparison_decides_as_float64_isclose_does() -> None:
+    """compare.all_close (float32 chunks with a margin, float64 for anything near the bound,
+    NaN or inf) against torch.isclose in float64 on whole tensors: the same verdict on random
+    outputs within 0-1.2x of the tolerance, NaN, inf and sizes across chunk borders."""
+    from sandbox.compare import CHUNK, all_close
+
+    g = torch.Generator().manual_seed(0)
+    for trial in range(200):
+        n = int(torch.randint(1, 3 * CHUNK if trial < 3 else 5000, (1,), generator=g))
+        r = torch.randn(n, generator=g) * float(10 ** torch.randint(-3, 4, (1,), generator=g))
+        atol, rtol = 1e-4, 1e-4
+        o = r + (torch.rand(n, generator=g) - 0.5) * 2 * (atol + rtol * r.abs()) * float(torch.rand(1, generator=g) * 1.2)
+        k = int(torch.randint(0, n, (1,), generator=g))
+        if trial % 7 == 0:
+            o[k] = float("nan")
+        elif trial % 11 == 0:
+            o[k] = r[k] = float("inf")
+        elif trial % 13 == 0:
+            o[k] = r[k] = float("nan")
+        want = bool(torch.isclose(o.double(), r.double(), atol=atol, rtol=rtol, equal_nan=True).all())
+        assert all_close(o, r, atol, rtol) == want, trial
