@@ -179,6 +179,7 @@ def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any
             emit({"kind": "phase", "name": f"{label}:null_end"})
     if device != "cuda" and loop.wall_ns:
         meta["cpus_used"] = round(loop.cpu_ns / loop.wall_ns, 3)
+        meta["cpus_used_over_ms"] = round(loop.wall_ns / 1e6, 3)
         meta["faults"], meta["preempted"] = loop.faults, loop.preempted
     meta["loadavg"] = [load_before, timing.load_average()]
     emit({"kind": "timing", "name": label, "times_ms": times, "sets": len(sets),

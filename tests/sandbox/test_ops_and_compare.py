@@ -80,3 +80,14 @@ def test_chunked_comparison_decides_as_float64_isclose_does() -> None:
             o[k] = r[k] = float("nan")
         want = bool(torch.isclose(o.double(), r.double(), atol=atol, rtol=rtol, equal_nan=True).all())
         assert all_close(o, r, atol, rtol) == want, trial
+
+
+def test_thread_parity_is_judged_over_passes_long_enough_to_measure() -> None:
+    """The CPU time per wall second of the timed pass: more than the granted threads (plus
+    slack) fails, unless the pass was too short for the process clock to say (CPUS_USED_MIN_MS)."""
+    from sandbox.checks import CPUS_USED_MIN_MS, thread_parity_problem
+
+    assert thread_parity_problem({"cpus_used": 3.4, "cpus_used_over_ms": 500.0}, 2)
+    assert thread_parity_problem({"cpus_used": 2.1, "cpus_used_over_ms": 500.0}, 2) is None
+    assert thread_parity_problem({"cpus_used": 3.4, "cpus_used_over_ms": CPUS_USED_MIN_MS / 8}, 2) is None
+    assert thread_parity_problem({"cpus_used": 3.4}, 2)  # a frame without the duration is judged
