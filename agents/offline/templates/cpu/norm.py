@@ -128,10 +128,10 @@ def render_strided(match: Any, params: dict[str, Any]) -> str:
 
 
 def render(match: Any, params: dict[str, Any]) -> str:
+    if match.spec.get("axis") is not None:
+        return render_strided(match, params)
     ctx = match.ctx.fresh()
     spec = match.spec
-    if spec.get("axis") is not None:
-        return render_strided(match, params)
     rms, ndims = spec["rms"], spec["ndims"]
     weight, bias = spec["weight"], spec["bias"]
     require_float32(match.ctx.outputs[0].get("dtype"), spec["x"].dtype, *(p.dtype for p in (weight, bias) if p))
