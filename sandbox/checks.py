@@ -35,6 +35,8 @@ def runtime_check(outcome: JobOutcome, timeout: float, memory_mb: int) -> Check:
         return Check("runtime", FAIL, f"exceeded the memory limit of {memory_mb} MB {where}")
     if reason == "protocol":
         return Check("runtime", FAIL, f"wrote a malformed result frame {where}: {ex.get('detail', '')}".strip())
+    if reason == "unstoppable":
+        return Check("runtime", FAIL, f"a process of it kept running when held for the baselines' timed turn {where}")
     if ex.get("signal"):
         name = _signal_name(ex["signal"])
         hint = " (likely the memory limit)" if ex["signal"] == signal.SIGKILL else ""
@@ -234,6 +236,18 @@ def thread_parity_problem(timing: dict[str, Any] | None, granted: int | None) ->
     return None
 
 
+def crosstalk_problem(ref: JobOutcome, cand: JobOutcome) -> str | None:
+    """Timed by turns (``sandbox/runner/turns.py``): a job held stopped ran
+    during the other's turn. Either way the ratio is void, and only the
+    candidate can have caused it (a candidate sharing the uid can signal the
+    baselines' job; the baselines' job is the judge's own)."""
+    for who, outcome in (("the baselines' job", ref), ("the candidate", cand)):
+        for f in outcome.crosstalk:
+            return (f"{who} ran for {f.get('ticks')} clock tick(s) while held stopped during the other's timed "
+                    "turn: the timing is void")
+    return None
+
+
 def ops_check(ref_frames: dict[int, dict[str, Any]], cand_frames: dict[int, dict[str, Any]]) -> Check:
     ref_ops = set().union(*(set(f.get("ops", {})) for f in ref_frames.values() if "error" not in f))
     cand_ops: dict[str, int] = {}
@@ -367,8 +381,9 @@ def corroboration_check(outcome: JobOutcome, label: str, device: str = "cuda", e
         return Check("timer_corroborated", FAIL if enforce else SKIPPED, "no timing phase ran")
     l0, l1, n0, n1 = stamps
     reps = len(timing["times_ms"])
-    null_ms = max(0.0, (n1 - n0) * 1000 / reps)
-    outside_ms = max(0.0, (l1 - l0) * 1000 / reps - null_ms)
+    # Timed by turns: the runner held the job stopped between its sets (its own record).
+    null_ms = max(0.0, (n1 - n0 - outcome.paused_within(n0, n1)) * 1000 / reps)
+    outside_ms = max(0.0, (l1 - l0 - outcome.paused_within(l0, l1)) * 1000 / reps - null_ms)
     reported = statistics.median(timing["times_ms"])
     mean = statistics.fmean(timing["times_ms"])
     if device != "cuda" and not enforce:

@@ -15,8 +15,9 @@ from .drivers.base import JobOutcome
 
 
 def _span(outcome: JobOutcome, start: str, end: str) -> float | None:
+    """Seconds between two phases, less the time the runner held the job (turns)."""
     a, b = outcome.stamp(start), outcome.stamp(end)
-    return None if a is None or b is None else max(0.0, b - a)
+    return None if a is None or b is None else max(0.0, b - a - outcome.paused_within(a, b))
 
 
 def _stamps(outcome: JobOutcome, kind: str) -> list[float]:

@@ -50,6 +50,7 @@ class EvalOptions:
     baseline_cache: bool = True  # native CPU timing: reuse baselines timed on this machine before
     tolerance: tuple[float, float] | None = None
     threads: int | None = None  # on the CPU: threads of candidate and baselines alike (None: every CPU granted)
+    interleave: bool = True  # native CPU timing: baselines and candidate timed by turns, set by set
 
 
 def resolve_device(device: str) -> str:
@@ -237,6 +238,7 @@ class Judge:
         cached_key, cached = None, None
         if native_cpu:
             ref_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
+            ref_job["park"] = options.interleave
             if options.baseline_cache:
                 cached_key, cached = self._cached_baselines(problem, options, device, reps, compile_baseline)
                 eager = next((f for f in cached or [] if f["name"] == "baseline_eager"), None)
@@ -247,53 +249,80 @@ class Judge:
             ref = self._run(options, device, ref_job, COMPILE_ALLOWANCE_S if compile_baseline and reps else 0.0)
         except SandboxError as exc:
             raise ProblemError(f"the sandbox failed while running the reference: {exc}") from exc
-        if cached_key is not None and ref.finished:
-            ref.frames.extend(baseline_cache.settle(cached_key, cached, ref.of_kind("timing"), compile_baseline))
-        plan = made_sets(plan, ref)
-        ref_trials = reference_trials(ref, reference_name, plan)
-        result = EvalResult(device=device, sandbox=options.sandbox, seeds=[p["input_seed"] for p in plan])
-        if tree is None:
-            return result.finish([C.Check("compile", C.FAIL, str(parse_error))], CHECK_ORDER, started)
-        # Read before the candidate runs; it still runs, so every other check reports too.
-        native_rules = policy_native.check_sources(extracted.sources, candidate_name)
-        policy_found = policy.findings(candidate, candidate_name, tree) + extracted.findings \
-            + [f for found in native_rules for f in found]
-        rules = C.policy_check(policy_found)
-        prebuilt: dict[str, str] = {}
-        if extracted.sources:
-            session = self.session(options.sandbox, device)
-            try:
-                built = native_build.build_sources(
-                    extracted.sources, session.ready.get("native"),
-                    {i for i, found in enumerate(native_rules) if found},
-                    lambda job: self._run(options, device, job), device, candidate_name)
-            except SandboxError as exc:
-                raise ProblemError(f"the sandbox failed while building the native sources: {exc}") from exc
-            rules = C.policy_check(policy_found + built.findings)  # the policy on what compiled
-            if built.errors:
-                return result.finish([C.Check("compile", C.FAIL, "\n".join(built.errors)[:6000]), rules],
-                                     CHECK_ORDER, started)
-            prebuilt = built.prebuilt
-        cand_trials = [{**spec, **{k: ref_trials[i][k] for k in ("init_inputs", "inputs", "state_dict")
-                                   if k in ref_trials[i]}}
-                       for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
-        cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,
-                    "trials": cand_trials, "time_reps": reps, "native_prebuilt": prebuilt,
-                    "native_timing": native_cpu, "threads": options.threads}
-        if native_cpu:
-            cand_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
         try:
-            cand = self._run(options, device, cand_job)
-        except SandboxError as exc:
-            cand = JobOutcome(exit={"reason": "protocol", "detail": str(exc)})
-        found = candidate_checks(plan, ref, ref_trials, cand, options, device, native_cpu and reps > 0) + [rules]
-        result.timing = timing_summary(ref, cand, device, native_cpu)
-        result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
-        result.work = C.provenance_check(plan, ref_trials, {f["index"]: f for f in cand.of_kind("trial")
-                                                            if isinstance(f.get("index"), int)})[1]
-        result.finish(found, CHECK_ORDER, started)
-        result.cost = self._spent.report(ref, cand, result.elapsed_s)
-        return result
+            if cached_key is not None and ref.finished and ref.parked is None:
+                ref.frames.extend(baseline_cache.settle(cached_key, cached, ref.of_kind("timing"), compile_baseline))
+            plan = made_sets(plan, ref)
+            ref_trials = reference_trials(ref, reference_name, plan)
+            result = EvalResult(device=device, sandbox=options.sandbox, seeds=[p["input_seed"] for p in plan])
+            if tree is None:
+                return result.finish([C.Check("compile", C.FAIL, str(parse_error))], CHECK_ORDER, started)
+            # Read before the candidate runs; it still runs, so every other check reports too.
+            native_rules = policy_native.check_sources(extracted.sources, candidate_name)
+            policy_found = policy.findings(candidate, candidate_name, tree) + extracted.findings \
+                + [f for found in native_rules for f in found]
+            rules = C.policy_check(policy_found)
+            prebuilt: dict[str, str] = {}
+            if extracted.sources:
+                session = self.session(options.sandbox, device)
+                try:
+                    built = native_build.build_sources(
+                        extracted.sources, session.ready.get("native"),
+                        {i for i, found in enumerate(native_rules) if found},
+                        lambda job: self._run(options, device, job), device, candidate_name)
+                except SandboxError as exc:
+                    raise ProblemError(f"the sandbox failed while building the native sources: {exc}") from exc
+                rules = C.policy_check(policy_found + built.findings)  # the policy on what compiled
+                if built.errors:
+                    return result.finish([C.Check("compile", C.FAIL, "\n".join(built.errors)[:6000]), rules],
+                                         CHECK_ORDER, started)
+                prebuilt = built.prebuilt
+            cand_trials = [{**spec, **{k: ref_trials[i][k] for k in ("init_inputs", "inputs", "state_dict")
+                                       if k in ref_trials[i]}}
+                           for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
+            cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,
+                        "trials": cand_trials, "time_reps": reps, "native_prebuilt": prebuilt,
+                        "native_timing": native_cpu, "threads": options.threads, "park": ref.parked is not None}
+            if native_cpu:
+                cand_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
+            try:
+                cand = self._run(options, device, cand_job)
+            except SandboxError as exc:
+                cand = JobOutcome(exit={"reason": "protocol", "detail": str(exc)})
+            if ref.parked is not None:
+                # The baselines' pass and the candidate's (if it parked) by turns, set by set.
+                self._turns(options, device, [ref, cand])
+                if cached_key is not None and ref.finished:
+                    ref.frames.extend(baseline_cache.settle(cached_key, cached, ref.of_kind("timing"), compile_baseline))
+            found = candidate_checks(plan, ref, ref_trials, cand, options, device, native_cpu and reps > 0) + [rules]
+            result.timing = timing_summary(ref, cand, device, native_cpu)
+            result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
+            result.work = C.provenance_check(plan, ref_trials, {f["index"]: f for f in cand.of_kind("trial")
+                                                                if isinstance(f.get("index"), int)})[1]
+            result.finish(found, CHECK_ORDER, started)
+            result.cost = self._spent.report(ref, cand, result.elapsed_s)
+            return result
+        finally:
+            if ref.parked is not None:  # the candidate never reached its timed pass
+                self._turns(options, device, [ref], drop=True)
+
+    def _turns(self, options: EvalOptions, device: str, outcomes: list[JobOutcome], drop: bool = False) -> None:
+        """The parked jobs' timed passes by turns (``sandbox/runner/turns.py``), or ended."""
+        started = time.monotonic()
+        session = self.session(options.sandbox, device)
+        try:
+            if drop:
+                session.drop(outcomes)
+            else:
+                session.interleave(outcomes, options.timeout + COMPILE_ALLOWANCE_S)
+        except SandboxError:
+            for o in outcomes:
+                o.parked = None
+        finally:
+            self._spent.add("turns", time.monotonic() - started)
+            if not session.alive:
+                driver, _ = self._sessions.pop((options.sandbox, device))
+                driver.stop(session)
 
 
 def made_sets(plan: list[dict[str, Any]], ref: JobOutcome) -> list[dict[str, Any]]:
@@ -351,7 +380,8 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
         base = next((f for f in ref.of_kind("timing") if f.get("name") == "baseline_eager"), None)
         parity = C.thread_parity_problem(cand_timing, (base or cand_timing or {}).get("threads")) \
             if native_cpu else None
-        found = [C.amend(c, parity) if c.name == "no_stray_work" else c for c in found]
+        found = [C.amend(C.amend(c, parity), C.crosstalk_problem(ref, cand)) if c.name == "no_stray_work" else c
+                 for c in found]
     provenance, _ = C.provenance_check(plan, ref_trials, cand_trials, cand.first("post_timing"))
     found.append(provenance)
     found.append(C.ops_check(ref_trials, cand_trials))

@@ -107,6 +107,9 @@ def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: b
             out[name]["source"] = ("cached, checked: this run's eager timing ({:.4g} ms) agrees with the eager "
                                    "timing cached with it ({:.4g} ms)").format(
                 chk.get("fresh_eager_median_ms", float("nan")), chk.get("cached_eager_median_ms", float("nan")))
+        elif frame.get("interleaved"):
+            out[name]["source"] = "fresh: timed in this run, set by set in turns with the candidate"
+            out[name]["interleaved"] = True
         else:
             out[name]["source"] = "fresh: timed in this run"
         if frame.get("loadavg"):

@@ -39,6 +39,9 @@ class SandboxError(Exception):
 class JobOutcome:
     frames: list[dict[str, Any]] = field(default_factory=list)
     exit: dict[str, Any] = field(default_factory=dict)
+    parked: str | None = None  # the runner holds the job before its timed pass (``interleave``)
+    paused: list[tuple[float, float]] = field(default_factory=list)  # held stopped, the runner's clock
+    crosstalk: list[dict[str, Any]] = field(default_factory=list)  # ran while another job was timed
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [f for f in self.frames if f.get("kind") == kind]
@@ -49,7 +52,12 @@ class JobOutcome:
 
     @property
     def finished(self) -> bool:
-        return self.first("done") is not None
+        """Done, or parked (everything before its timed pass done)."""
+        return self.first("done") is not None or self.parked is not None
+
+    def paused_within(self, t0: float, t1: float) -> float:
+        """Seconds of [t0, t1] the job was held stopped by the runner."""
+        return sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in self.paused)
 
     def stamp(self, phase: str) -> float | None:
         for f in self.frames:
@@ -99,28 +107,69 @@ class RunnerSession:
         raise SandboxError("runner sent no ready frame")
 
     def run(self, job: dict[str, Any], timeout: float, memory_mb: int, max_procs: int) -> JobOutcome:
+        """Runs a job to its end -- or, for a job with ``park``, until the runner
+        holds it before its timed pass (``outcome.parked``)."""
         self._send({"op": "run", "job": job, "timeout": timeout, "memory_mb": memory_mb, "max_procs": max_procs})
         outcome = JobOutcome()
-        stamp = None
+        self._collect({None: outcome}, timeout + 30)
+        return outcome
+
+    def interleave(self, outcomes: list[JobOutcome], timeout: float) -> None:
+        """Runs parked jobs' timed passes by turns (``sandbox/runner/turns.py``)
+        to their ends; their frames go on into their outcomes."""
+        jobs = {o.parked: o for o in outcomes if o.parked is not None}
+        if not jobs:
+            return
+        self._send({"op": "interleave", "jobs": list(jobs), "timeout": timeout})
+        self._collect(jobs, timeout + 30)
+
+    def drop(self, outcomes: list[JobOutcome]) -> None:
+        """Ends parked jobs that will not be timed."""
+        jobs = {o.parked: o for o in outcomes if o.parked is not None}
+        if jobs:
+            self._send({"op": "drop", "jobs": list(jobs)})
+            self._collect(jobs, 30)
+
+    def _collect(self, jobs: dict[str | None, JobOutcome], timeout: float) -> None:
+        """Frames into the jobs' outcomes until every job has ended or parked.
+        With one job (key None) frames carry no job id."""
+        stamp: tuple[float, Any] | None = None
+        waiting = set(jobs)
         try:
-            for frame in self._frames(time.monotonic() + timeout + 30):
+            for frame in self._frames(time.monotonic() + timeout):
                 if not isinstance(frame, dict):
                     raise WireError("frame is not a mapping")
                 if stamp is not None:
                     # The runner stamps each child frame; whatever the child
                     # wrote is data, even a frame that calls itself "exit".
-                    frame["_t"] = stamp
-                    outcome.frames.append(frame)
+                    frame["_t"] = stamp[0]
+                    target = jobs.get(stamp[1])
+                    if target is None:
+                        raise WireError(f"a frame of an unknown job {stamp[1]!r}")
+                    target.frames.append(frame)
                     stamp = None
-                elif frame.get("kind") == "stamp":
-                    stamp = float(frame["t"])
-                elif frame.get("kind") == "exit":
-                    outcome.exit = frame
-                    return outcome
+                    continue
+                kind = frame.get("kind")
+                key = frame.get("job") if None not in jobs else None
+                if kind == "stamp":
+                    stamp = (float(frame["t"]), key)
+                elif kind == "paused" and key in jobs:
+                    jobs[key].paused.append((float(frame["from"]), float(frame["to"])))
+                elif kind == "crosstalk" and key in jobs:
+                    jobs[key].crosstalk.append(frame)
+                elif kind in ("exit", "parked") and key in jobs:
+                    outcome = jobs[key]
+                    if kind == "exit":
+                        outcome.exit, outcome.parked = frame, None
+                    else:
+                        outcome.parked = str(frame["job"])
+                    waiting.discard(key)
+                    if not waiting:
+                        return
         except WireError as exc:
             self.alive = False
-            outcome.exit = {"reason": "protocol", "detail": str(exc)}
-        return outcome
+            for key in waiting:
+                jobs[key].exit, jobs[key].parked = {"reason": "protocol", "detail": str(exc)}, None
 
     def close(self) -> None:
         if self.alive:

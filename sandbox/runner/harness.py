@@ -20,6 +20,9 @@ import torch
 from . import guards, native, provenance, timed, timing
 from .loader import LoadError, describe, load_module, signature_of
 
+# Bound before any untrusted code loads: a parked job's turns end here.
+_stop_here = timing.stop_here
+
 Emit = Callable[[dict[str, Any]], None]
 
 _clone = torch.Tensor.clone
@@ -152,14 +155,25 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
     module.__dict__.update(defaults)
     if sets and job.get("time_reps") and timing_model is not None:
         warm_inputs = warm if warm is not None else sets[0]
-        # Eager is always timed here, in the same run as the candidate. A cached
-        # torch.compile timing stands in for a fresh one only if the eager timing
-        # it was cached with agrees with this one (the machine as loaded as then).
-        eager = timed.emit_timing(job, emit, timing_model, sets, "baseline_eager", warm_inputs, lambda: sync(device))
-        cached = job.get("cached_eager_ms")
-        if job.get("compile_baseline") and not (cached and timing.agrees(eager, cached)):
-            compiled = torch.compile(timing_model)
-            timed.emit_timing(job, emit, compiled, sets, "baseline_compile", warm_inputs, lambda: sync(device))
+        time_baselines(job, emit, timing_model, sets, warm_inputs, lambda: sync(device))
+
+
+def time_baselines(job: dict[str, Any], emit: Emit, model: torch.nn.Module, sets: list[list[Any]],
+                   warm_inputs: list[Any], synced: Callable[[], None]) -> None:
+    """Eager, always timed here, in the same run as the candidate; torch.compile
+    unless a cached timing of it stands: only if the eager timing cached with
+    it agrees with this one (the machine as loaded as then). A parked job
+    (``park``) times them by turns with the candidate's pass, set by set."""
+    cached = job.get("cached_eager_ms")
+    turn = _stop_here if job.get("park") and job["device"] == "cpu" else None
+    eager = timed.Party(model, sets, "baseline_eager", warm_inputs, synced)
+    if turn is not None and job.get("compile_baseline") and not cached:
+        compiled = timed.Party(torch.compile(model), sets, "baseline_compile", warm_inputs, synced)
+        timed.time_parties(job, emit, [eager, compiled], turn)
+        return
+    eager_ms = timed.time_parties(job, emit, [eager], turn)[0]
+    if job.get("compile_baseline") and not (cached and timing.agrees(eager_ms, cached)):
+        timed.emit_timing(job, emit, torch.compile(model), sets, "baseline_compile", warm_inputs, synced)
 
 
 def record_ops(model: torch.nn.Module, inputs: list[Any], device: str) -> dict[str, Any]:
@@ -277,8 +291,9 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             return structure, outs
 
         watch = timed.Watch(record, lambda rec, out: rec.summary(out) if rec is not None else {}, snapshot)
+        turn = _stop_here if job.get("park") and device == "cpu" else None
         timed.emit_timing(job, emit, timing_model, sets, "candidate", warm if warm is not None else sets[0],
-                          lambda: sync(device), watch)
+                          lambda: sync(device), watch, turn)
         emit({"kind": "post_timing", "outputs": watch.outputs, "structures": watch.structures,
               "provenance_reps": watch.provenance, "inputs_changed": watch.inputs_changed,
               "replayed": watch.replayed, "replay_outputs": watch.replay_outputs,

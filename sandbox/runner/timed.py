@@ -109,84 +109,118 @@ class Watch:
         self.replay_structures: list[str] = []
 
 
+class Party:
+    """One model timed in a pass: its input buffers (each set is loaded into
+    them), its last output (``RELEASE``), the store for its timed outputs
+    (``STORE``) and, with ``watch``, the checks of every timed call."""
+
+    def __init__(self, model: Any, sets: list[list[Any]], label: str, warm_inputs: list[Any],
+                 sync: Callable[[], None], watch: Watch | None = None) -> None:
+        self.model, self.sets, self.label, self.warm_inputs = model, sets, label, warm_inputs
+        self.sync, self.watch = sync, watch
+        self.buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
+        self.last: list[Any] = [None]
+        self.store: list[list[Any]] = []
+
+    def load(self, values: list[Any]) -> None:
+        for buf, src in zip(self.buffers, values):
+            if isinstance(buf, _Tensor) and isinstance(src, _Tensor) and buf.shape == src.shape:
+                _copy(buf, src)
+        self.sync()
+
+    def call(self, i: int) -> None:
+        self.last[0] = self.model(*self.buffers)
+
+    def check(self, i: int) -> None:
+        watch = self.watch
+        if watch is not None:
+            self.sync()
+            structure, outs = watch.snapshot(self.last[0], self.store[i] if i < len(self.store) else None)
+            watch.structures.append(structure)
+            watch.outputs.append(outs)
+            note_inputs(watch, i, self.buffers, self.sets[i])
+        self.release()
+
+    def release(self) -> None:
+        # Every timed party lets its output go before its next call (``RELEASE``).
+        self.sync()
+        self.last[0] = None
+
+    def warm(self) -> None:
+        self.load(self.warm_inputs)
+        self.last[0] = self.model(*self.buffers)
+        if self.watch is not None and not self.store:
+            self.sync()
+            self.store.extend(touched(self.watch.snapshot(self.last[0])[1]) for _ in range(len(self.sets) + 1))
+        self.release()
+
+    def null_check(self, i: int) -> None:  # the same checks' cost: the last output copied into the spare store
+        watch = self.watch
+        if watch is not None and watch.outputs:
+            watch.snapshot(watch.outputs[-1], self.store[-1] if self.store else None)
+            all(same_bits(b, s) for b, s in zip(self.buffers, self.sets[i]))
+
+    def loop(self, emit: Emit) -> timing.Loop:
+        return timing.Loop(len(self.sets), load_set(self.load, self.sets), self.check, self.warm,
+                           start=lambda: emit({"kind": "phase", "name": f"{self.label}:loop_start"}))
+
+
 def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
-                warm_inputs: list[Any], sync: Callable[[], None], watch: Watch | None = None) -> list[float]:
+                warm_inputs: list[Any], sync: Callable[[], None], watch: Watch | None = None,
+                turn: Callable[[], object] | None = None) -> list[float]:
     """Time ``model`` over ``sets`` (one repetition each) and emit a ``timing``
     frame; with ``watch``, every repetition is checked and some replayed under
-    the recorder (``replay``)."""
+    the recorder (``replay``); with ``turn``, the pass runs by turns (``time_parties``)."""
+    return time_parties(job, emit, [Party(model, sets, label, warm_inputs, sync, watch)], turn)[0]
+
+
+def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
+                 turn: Callable[[], object] | None = None) -> list[list[float]]:
+    """One timed pass over the parties' sets, set by set (every party's call on
+    a set before the next set), a ``timing`` frame per party. With ``turn``
+    (CPU only), the job parks once warmed up and its turn ends after every set
+    (``timing.time_cpu_parties``): the runner runs another job's pass between."""
     device, budget = job["device"], job.get("time_budget_s", 10.0)
-    buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
-    last: list[Any] = [None]
     flush: Callable[[], object] | None = None
     meta: dict[str, Any] = {}
     if device != "cuda":
         cache = timing.CacheFlush()
         flush = cache
         meta = {"cpu_model": timing.cpu_model(), "threads": torch.get_num_threads(), "flush_bytes": cache.bytes}
-
-    def load(values: list[Any]) -> None:
-        for buf, src in zip(buffers, values):
-            if isinstance(buf, _Tensor) and isinstance(src, _Tensor) and buf.shape == src.shape:
-                _copy(buf, src)
-        sync()
-
-    def call(i: int) -> None:
-        last[0] = model(*buffers)
-
-    store: list[list[Any]] = []  # STORE: where each timed output is copied, touched before the pass
-
-    def check(i: int) -> None:
-        if watch is not None:
-            sync()
-            structure, outs = watch.snapshot(last[0], store[i] if i < len(store) else None)
-            watch.structures.append(structure)
-            watch.outputs.append(outs)
-            note_inputs(watch, i, buffers, sets[i])
-        release()
-
-    def release() -> None:
-        # Every timed party lets its output go before its next call (``RELEASE``).
-        sync()
-        last[0] = None
-
-    def warm() -> None:
-        load(warm_inputs)
-        last[0] = model(*buffers)
-        if watch is not None and not store:
-            sync()
-            store.extend(touched(watch.snapshot(last[0])[1]) for _ in range(len(sets) + 1))
-        release()
-
-    def null_check(i: int) -> None:  # the same checks' cost: the last output copied into the spare store
-        if watch is not None and watch.outputs:
-            watch.snapshot(watch.outputs[-1], store[-1] if store else None)
-            all(same_bits(b, s) for b, s in zip(buffers, sets[i]))
-
-    loop = timing.Loop(len(sets), load_set(load, sets), check, warm,
-                       start=lambda: emit({"kind": "phase", "name": f"{label}:loop_start"}))
+    loops = [p.loop(emit) for p in parties]
     load_before = timing.load_average()
     with torch.no_grad():
         if device == "cuda":
-            times = timing.time_cuda(call, loop, budget)
+            timed = [timing.time_cuda(p.call, loop, budget) for p, loop in zip(parties, loops)]
         else:
             # Triton's interpreter (not a real timing) keeps its single warm-up call.
             warmup = timing.CPU_WARMUP_CALLS if job.get("native_timing") else 1
-            times = timing.time_cpu(call, loop, budget, flush, warmup)
-        emit({"kind": "phase", "name": f"{label}:loop_end", "reps": len(times)})
-        if watch is not None:
-            emit({"kind": "phase", "name": f"{label}:null_start"})
-            timing.run_null(timing.Loop(len(times), load_set(load, sets), null_check), len(times), device, flush)
-            emit({"kind": "phase", "name": f"{label}:null_end"})
-    if device != "cuda" and loop.wall_ns:
-        meta["cpus_used"] = round(loop.cpu_ns / loop.wall_ns, 3)
-        meta["cpus_used_over_ms"] = round(loop.wall_ns / 1e6, 3)
-        meta["faults"], meta["preempted"] = loop.faults, loop.preempted
-    meta["loadavg"] = [load_before, timing.load_average()]
-    emit({"kind": "timing", "name": label, "times_ms": times, "sets": len(sets),
-          "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL, **meta})
-    if watch is not None:
-        replay(model, sets[:len(times)], watch, buffers, load, sync)
-    return times
+            timed = timing.time_cpu_parties([(p.call, loop) for p, loop in zip(parties, loops)], budget, flush,
+                                            warmup, turn)
+        for p, times in zip(parties, timed):
+            emit({"kind": "phase", "name": f"{p.label}:loop_end", "reps": len(times)})
+        for p, times in zip(parties, timed):
+            if p.watch is not None:
+                emit({"kind": "phase", "name": f"{p.label}:null_start"})
+                timing.run_null(timing.Loop(len(times), load_set(p.load, p.sets), p.null_check), len(times),
+                                device, flush)
+                emit({"kind": "phase", "name": f"{p.label}:null_end"})
+    load_after = timing.load_average()
+    for p, loop, times in zip(parties, loops, timed):
+        extra: dict[str, Any] = {}
+        if device != "cuda" and loop.wall_ns:
+            extra["cpus_used"] = round(loop.cpu_ns / loop.wall_ns, 3)
+            extra["cpus_used_over_ms"] = round(loop.wall_ns / 1e6, 3)
+            extra["faults"], extra["preempted"] = loop.faults, loop.preempted
+        if turn is not None:
+            extra["interleaved"] = True
+        extra["loadavg"] = [load_before, load_after]
+        emit({"kind": "timing", "name": p.label, "times_ms": times, "sets": len(p.sets),
+              "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL, **meta, **extra})
+    for p, times in zip(parties, timed):
+        if p.watch is not None:
+            replay(p.model, p.sets[:len(times)], p.watch, p.buffers, p.load, p.sync)
+    return timed
 
 
 def touched(like: list[Any]) -> list[Any]:

@@ -26,6 +26,7 @@ import ctypes
 import glob
 import os
 import resource
+import signal
 import time
 from collections.abc import Callable
 
@@ -33,6 +34,7 @@ import torch
 
 _perf_ns = time.perf_counter_ns
 _cpu_ns = time.process_time_ns  # every thread of the process
+_kill, _getpid, _SIGSTOP = os.kill, os.getpid, signal.SIGSTOP
 _usage, _SELF = resource.getrusage, resource.RUSAGE_SELF
 _memset = ctypes.memset
 _cuda_sync = torch.cuda.synchronize
@@ -182,38 +184,67 @@ def load_average() -> float | None:
         return None
 
 
+def stop_here() -> None:
+    """Stops this process (every thread of it) until the runner continues it:
+    a parked job's turn ends here (``sandbox/runner/turns.py``)."""
+    _kill(_getpid(), _SIGSTOP)
+
+
 def time_cpu(fn: Callable[[int], object], loop: Loop, budget_s: float,
              flush: Callable[[], object] | None = None, warmup: int = CPU_WARMUP_CALLS) -> list[float]:
     """Milliseconds per call: one repetition per input set, ``fn(i)`` on set
     ``i`` (never seen by the model before), the cache flushed after the set is
     loaded; fewer sets if the budget runs out (never fewer than CPU_MIN_REPS)."""
-    for _ in range(warmup):  # warm-up (first-call costs, OpenMP pool start, torch.compile's compilation)
-        if loop.warm is not None:
-            loop.warm()
-    if loop.start is not None:
-        loop.start()
+    return time_cpu_parties([(fn, loop)], budget_s, flush, warmup)[0]
+
+
+def time_cpu_parties(parties: list[tuple[Callable[[int], object], Loop]], budget_s: float,
+                     flush: Callable[[], object] | None = None, warmup: int = CPU_WARMUP_CALLS,
+                     turn: Callable[[], object] | None = None) -> list[list[float]]:
+    """``time_cpu`` for several models of one process, set by set: every
+    party's call on set ``i`` before any party's on set ``i + 1``. With
+    ``turn``: called once the warm-ups are done (the job parks) and after every
+    set but the last (its turn ends); every set is timed, and the time spent in
+    ``turn`` is left out of the pass's CPU and wall time."""
+    for _, loop in parties:
+        for _ in range(warmup):  # warm-up (first-call costs, OpenMP pool start, torch.compile's compilation)
+            if loop.warm is not None:
+                loop.warm()
+    if turn is not None:
+        turn()
+    for _, loop in parties:
+        if loop.start is not None:
+            loop.start()
     deadline = _perf_ns() + int(budget_s * 1e9)
-    times: list[float] = []
+    times: list[list[float]] = [[] for _ in parties]
+    held_cpu = held_wall = 0
     # CPU time of all threads over the whole pass (per call it is too coarse to read).
     c_start, w_start = _cpu_ns(), _perf_ns()
-    for i in range(loop.sets):
-        if loop.before is not None:
-            loop.before(i)
-        if flush is not None:
-            flush()
-        u0 = _usage(_SELF)
-        t0 = _perf_ns()
-        fn(i)
-        t1 = _perf_ns()
-        u1 = _usage(_SELF)
-        times.append((t1 - t0) / 1e6)
-        loop.faults.append(u1.ru_minflt + u1.ru_majflt - u0.ru_minflt - u0.ru_majflt)
-        loop.preempted.append(u1.ru_nivcsw - u0.ru_nivcsw)
-        if loop.after is not None:
-            loop.after(i)
-        if _perf_ns() > deadline and len(times) >= CPU_MIN_REPS:
+    sets = min(loop.sets for _, loop in parties)
+    for i in range(sets):
+        for (fn, loop), got in zip(parties, times):
+            if loop.before is not None:
+                loop.before(i)
+            if flush is not None:
+                flush()
+            u0 = _usage(_SELF)
+            t0 = _perf_ns()
+            fn(i)
+            t1 = _perf_ns()
+            u1 = _usage(_SELF)
+            got.append((t1 - t0) / 1e6)
+            loop.faults.append(u1.ru_minflt + u1.ru_majflt - u0.ru_minflt - u0.ru_majflt)
+            loop.preempted.append(u1.ru_nivcsw - u0.ru_nivcsw)
+            if loop.after is not None:
+                loop.after(i)
+        if turn is not None and i < sets - 1:  # after the last set the job goes on to its end
+            c0, w0 = _cpu_ns(), _perf_ns()
+            turn()
+            held_cpu, held_wall = held_cpu + _cpu_ns() - c0, held_wall + _perf_ns() - w0
+        elif turn is None and _perf_ns() > deadline and len(times[0]) >= CPU_MIN_REPS:
             break
-    loop.cpu_ns, loop.wall_ns = _cpu_ns() - c_start, _perf_ns() - w_start
+    for _, loop in parties:
+        loop.cpu_ns, loop.wall_ns = _cpu_ns() - c_start - held_cpu, _perf_ns() - w_start - held_wall
     return times
 
 

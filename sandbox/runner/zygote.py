@@ -4,10 +4,16 @@ Started by a sandbox driver (``python -m sandbox.runner.zygote ...``) inside the
 sandbox. It speaks framed messages (``wire``) on its stdin/stdout:
 
   judge -> runner  {"op": "run", "job": {...}, "timeout": s, "memory_mb": m, "max_procs": n}
+                   {"op": "interleave", "jobs": [id, ...], "timeout": s}
+                   {"op": "drop", "jobs": [id, ...]}
                    {"op": "exit"}
   runner -> judge  {"kind": "ready", ...} once, then for every job the child's
                    frames, each preceded by {"kind": "stamp", "t": monotonic},
-                   and finally {"kind": "exit", ...}.
+                   and finally {"kind": "exit", ...}. A job whose spec says
+                   ``park`` ends its "run" with {"kind": "parked", "job": id}
+                   instead, stopped before its timed pass; "interleave" runs
+                   parked jobs' passes by turns (``turns``: stamps and exits
+                   then carry the job's id), "drop" ends them.
 
 The child's stdout and stderr go to a log file in its scratch directory, never
 to the judge: printing a success report achieves nothing. The runner's clock
@@ -20,8 +26,7 @@ import argparse
 import fcntl
 import os
 import random
-import select
-import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -29,13 +34,9 @@ import threading
 import time
 from typing import Any, BinaryIO
 
-from . import confine
+from . import confine, turns
+from .jobs import Job
 
-LOG_TAIL_BYTES = 4000
-RSS_EVERY_S = 0.05
-# Frames read from a child but not yet written to the judge: past this many bytes the
-# runner stops reading (the child waits on its pipe) until the judge has caught up.
-FORWARD_BACKLOG_BYTES = 256 << 20
 F_SETPIPE_SZ = 1031
 
 
@@ -63,15 +64,21 @@ class Runner:
         # What the scratch root holds before any job: everything else a job
         # leaves there (possible when children share the runner's uid) goes.
         self.keep = set(os.listdir(args.scratch_root))
+        self.parked: dict[str, Job] = {}
+        self.lock = threading.Lock()  # the judge's channel: forwarders' threads and this one
+        self.wake_fd = -1  # read end of the SIGCHLD wake-up pipe (``main``), -1 without one
+        self.sessions: set[int] = set()  # every live job's session (its child's pid)
 
-    def send_raw(self, data: bytes | memoryview) -> None:
+    def _write(self, data: bytes | memoryview) -> None:
         self.out.write(data)
         self.out.flush()
 
-    def send(self, obj: dict[str, Any]) -> None:
-        from .wire import encode
+    def send_raw(self, data: bytes | memoryview) -> None:
+        with self.lock:
+            self._write(data)
 
-        self.send_raw(encode(obj))
+    def send(self, obj: dict[str, Any]) -> None:
+        self.send_locked(obj)
 
     def run_job(self, msg: dict[str, Any]) -> None:
         job = msg["job"]
@@ -88,17 +95,36 @@ class Runner:
         if pid == 0:  # child
             self._child(job, msg, uid, unique, scratch, read_fd, write_fd)
         os.close(write_fd)
-        outcome = self._supervise(pid, uid, unique, read_fd, msg, started)
-        os.close(read_fd)
-        outcome["log_tail"] = _tail(os.path.join(scratch, "log.txt"))
-        shutil.rmtree(scratch, ignore_errors=True)
-        sweep(self.args.scratch_root, self.keep)
-        self.send(outcome)
+        live = Job(self, msg, pid, uid, unique, read_fd, scratch, started)
+        if job.get("park") and live.watch(until_stop=True) == "stopped" and live.hold():
+            # Parked before its timed pass (``turns``): held, stopped, until the judge
+            # interleaves it with another job's pass or drops it.
+            self.parked[live.id] = live
+            self.send({"kind": "parked", "job": live.id})
+            return
+        if live.reason is None and live.status is None:
+            live.watch()
+        self.send(live.end())
+
+    def send_locked(self, obj: dict[str, Any] | None, raw: bytes | memoryview | None = None) -> None:
+        """One frame (and the raw frame after it), whole, whichever thread writes."""
+        from .wire import encode
+
+        with self.lock:
+            if obj is not None:
+                self._write(encode(obj))
+            if raw is not None:
+                self._write(raw)
+
+    def live_dirs(self) -> set[str]:
+        return {os.path.basename(j.scratch) for j in self.parked.values()}
 
     def _child(self, job: dict[str, Any], msg: dict[str, Any], uid: int, unique: bool, scratch: str,
                read_fd: int, write_fd: int) -> None:
         code = 0
         try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             os.setsid()
             os.close(read_fd)
             log = os.open(os.path.join(scratch, "log.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -136,185 +162,6 @@ class Runner:
         finally:
             os._exit(code)
 
-    def _supervise(self, pid: int, uid: int, unique: bool, fd: int, msg: dict[str, Any],
-                   started: float) -> dict[str, Any]:
-        forward = Forwarder(self)
-        try:
-            return self._watch(pid, uid, unique, fd, msg, started, forward)
-        finally:
-            forward.close()
-
-    def _watch(self, pid: int, uid: int, unique: bool, fd: int, msg: dict[str, Any], started: float,
-               forward: Forwarder) -> dict[str, Any]:
-        from .wire import HEADER
-
-        deadline = started + msg["timeout"]
-        buf = bytearray()
-        reason = None
-        status = None
-        memory = MemoryWatch(uid, msg["memory_mb"]) if unique else None
-        try:
-            os.set_blocking(fd, False)
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    reason = None if status is not None else "timeout"
-                    break
-                if status is None:
-                    reaped, st = os.waitpid(pid, os.WNOHANG)
-                    if reaped:
-                        # The child is gone; a process it left behind may still hold
-                        # the pipe open, so drain briefly rather than wait for EOF.
-                        status, deadline = st, min(deadline, time.monotonic() + 0.5)
-                if memory is not None and memory.exceeded:
-                    reason = "memory"
-                    break
-                if forward.backlog() > FORWARD_BACKLOG_BYTES and status is None:
-                    # Only a live child is held back: once it has exited, what is left in its
-                    # pipe is bounded, and must be read within the drain window (waiting on
-                    # the judge here had let that window close on the final frames: a
-                    # reference at --fit-memory 1 "did not finish (exit code 0)").
-                    forward.wait(min(0.05, remaining))
-                    continue
-                ready, _, _ = select.select([fd], [], [], min(0.05, remaining))
-                if not ready:
-                    continue
-                data, closed = _drain(fd)
-                buf.extend(data)
-                if closed and not data:
-                    break
-                while len(buf) >= HEADER.size:
-                    (size,) = HEADER.unpack_from(buf)
-                    if size > msg.get("max_frame_bytes", 1 << 31):
-                        reason = "protocol"
-                        break
-                    if len(buf) < HEADER.size + size:
-                        break
-                    # Stamped as it arrives; written to the judge by the forwarder's thread, so
-                    # a judge still decoding an earlier large frame never delays a stamp.
-                    forward.put(time.monotonic(), bytes(buf[: HEADER.size + size]))
-                    del buf[: HEADER.size + size]
-                if reason:
-                    break
-        finally:
-            if memory is not None:
-                memory.stop()
-        if unique:
-            confine.kill_uid(uid)
-        else:
-            try:
-                os.killpg(pid, 9)
-            except OSError:
-                pass
-        if status is None:
-            _, status = os.waitpid(pid, 0)
-        return {
-            "kind": "exit", "reason": reason, "elapsed": time.monotonic() - started,
-            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-            "partial_bytes": len(buf),
-        }
-
-
-class MemoryWatch:
-    """The memory of a job's processes (every process of its uid), read in a thread of its
-    own: reading smaps of a process holding GBs takes ~0.1 s, which must not delay the
-    stamps of the frames the job sends meanwhile."""
-
-    def __init__(self, uid: int, limit_mb: float) -> None:
-        self.exceeded = False
-        self._uid, self._limit = uid, limit_mb
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        baseline = None
-        while not self._stop.is_set():
-            checked = time.monotonic()
-            rss = confine.private_rss_of_uid_mb(self._uid)
-            baseline = rss if baseline is None else baseline
-            if rss - baseline > self._limit:
-                self.exceeded = True
-                return
-            # never more than a fifth of the time checking (RLIMIT_AS caps each process)
-            self._stop.wait(max(RSS_EVERY_S, 4 * (time.monotonic() - checked)))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-class Forwarder:
-    """Writes a job's frames, each after its stamp, to the judge from a thread of its own."""
-
-    def __init__(self, runner: Any) -> None:
-        self._runner = runner
-        self._items: list[tuple[float, bytes] | None] = []
-        self._bytes = 0
-        self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def put(self, stamp: float, frame: bytes) -> None:
-        with self._cond:
-            self._items.append((stamp, frame))
-            self._bytes += len(frame)
-            self._cond.notify_all()
-
-    def backlog(self) -> int:
-        return self._bytes
-
-    def wait(self, timeout: float) -> None:
-        with self._cond:
-            self._cond.wait(timeout)
-
-    def _run(self) -> None:
-        broken = False
-        while True:
-            with self._cond:
-                while not self._items:
-                    self._cond.wait()
-                item = self._items.pop(0)
-            if item is None:
-                return
-            stamp, frame = item
-            if not broken:
-                try:
-                    self._runner.send({"kind": "stamp", "t": stamp})
-                    self._runner.send_raw(frame)
-                except OSError:
-                    broken = True  # the judge is gone; the job's end is still reaped
-            with self._cond:
-                self._bytes -= len(frame)
-                self._cond.notify_all()
-
-    def close(self) -> None:
-        """Every frame put so far written (the caller's next frame comes after them)."""
-        with self._cond:
-            self._items.append(None)
-            self._cond.notify_all()
-        self._thread.join()
-
-
-def _drain(fd: int, most: int = 64 << 20, within_s: float = 0.05) -> tuple[bytes, bool]:
-    """What the child has written, up to ``most`` bytes or ``within_s`` of reading
-    (a large frame streams through a 1 MB pipe: one read per loop turn made the
-    memory check, not the copy, the cost); True when the child closed its end."""
-    chunks: list[bytes] = []
-    got, until = 0, time.monotonic() + within_s
-    while got < most and time.monotonic() < until:
-        try:
-            data = os.read(fd, 1 << 20)
-        except BlockingIOError:
-            break
-        if not data:
-            return b"".join(chunks), True
-        chunks.append(data)
-        got += len(data)
-    return b"".join(chunks), False
-
-
 def job_dirs(scratch_root: str, uid: int | None) -> str:
     """A job's directory, removed when the job ends: ``log.txt``; ``home``, the
     child's own (HOME, TMPDIR, compiler caches); and ``cwd``, its working
@@ -329,29 +176,6 @@ def job_dirs(scratch_root: str, uid: int | None) -> str:
     if uid is not None:
         os.chown(home, uid, uid)
     return scratch
-
-
-def sweep(root: str, keep: set[str]) -> None:
-    """Removes what a job left in the scratch root outside its own directory."""
-    for name in set(os.listdir(root)) - keep:
-        path = os.path.join(root, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - LOG_TAIL_BYTES))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -393,6 +217,13 @@ def main(argv: list[str] | None = None) -> None:
     else:
         stdin = os.fdopen(0, "rb")
     runner = Runner(args, out, notes)
+    # A child that stops or exits wakes the job's watch at once (a turn ends with a stop).
+    wake_r, wake_w = os.pipe()
+    for fd in (wake_r, wake_w):
+        os.set_blocking(fd, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    runner.wake_fd = wake_r
     runner.send({
         "kind": "ready", "pid": os.getpid(), "notes": notes, "torch": str(torch.__version__),
         "triton": str(triton.__version__), "device": args.device,
@@ -406,15 +237,21 @@ def main(argv: list[str] | None = None) -> None:
             msg = read(stdin)
         except Exception:
             return
-        if msg.get("op") == "run":
+        op = msg.get("op")
+        if op == "run":
             runner.run_job(msg)
+        elif op == "interleave":
+            turns.interleave(runner, msg)
+        elif op == "drop":
+            turns.drop(runner, msg)
+        elif op == "exit":
+            return
+        if op in ("run", "interleave", "drop") and not runner.parked:
             if args.kill_leftovers:
                 # A child that left its process group (setsid, double fork)
                 # survives killpg; with no uid of its own per child, the uid
                 # is the only handle left on it.
                 confine.kill_uid_except(os.getuid(), os.getpid())
-        elif msg.get("op") == "exit":
-            return
 
 
 def _listen(path: str) -> socket.socket:

@@ -109,8 +109,9 @@ def test_native_timing_is_real_and_labelled(judge: Judge) -> None:
     assert timing["cpu_model"] and timing["cpu_model"] in timing["label"] and "thread" in timing["label"]
     for name in ("candidate", "baseline_eager", "baseline_compile"):
         assert timing[name]["reps"] >= 5 and timing[name]["q1_ms"] <= timing[name]["median_ms"] <= timing[name]["q3_ms"]
-        assert timing[name]["source"] in ("fresh: timed in this run",) or timing[name]["source"].startswith("cached, checked")
-    assert timing["baseline_eager"]["source"] == "fresh: timed in this run"  # never a cached eager in a ratio
+        assert timing[name]["source"].startswith(("fresh: timed in this run", "cached, checked"))
+    # never a cached eager in a ratio; timed set by set in turns with the candidate
+    assert timing["baseline_eager"]["source"] == "fresh: timed in this run, set by set in turns with the candidate"
     # Where the run's time went, by phase.
     cost = out["cost"]
     for phase in ("reference_job_s", "candidate_job_s", "reference_trials_s", "baseline_eager_s",
@@ -122,7 +123,7 @@ def test_native_timing_is_real_and_labelled(judge: Judge) -> None:
     # reuses the torch.compile timing only where this run's eager agrees with the eager cached beside it.
     again = judge.evaluate(RELU, (fc.HONEST / "relu_affine__native.py").read_text(), options=options)
     assert again.verdict == "pass", again.reasons
-    assert again.timing["baseline_eager"]["source"] == "fresh: timed in this run"
+    assert again.timing["baseline_eager"]["source"].startswith("fresh: timed in this run")
     assert not again.timing["baseline_eager"].get("cached")
     compiled = again.timing["baseline_compile"]
     if compiled.get("cached"):
@@ -130,7 +131,7 @@ def test_native_timing_is_real_and_labelled(judge: Judge) -> None:
         fresh_eager = again.timing["baseline_eager"]["median_ms"]
         assert f"({fresh_eager:.4g} ms)" in compiled["source"]
     else:
-        assert compiled["source"] == "fresh: timed in this run"
+        assert compiled["source"].startswith("fresh: timed in this run")
 
 
 def test_a_large_output_costs_no_page_faults_inside_any_timed_call(judge: Judge) -> None:

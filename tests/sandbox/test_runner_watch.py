@@ -3,11 +3,12 @@ even when the child exits while the judge is still taking an earlier, large fram
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 
-from sandbox.runner import zygote
+from sandbox.runner import jobs
 from sandbox.runner.wire import HEADER
 
 CHILD = """
@@ -27,25 +28,25 @@ class SlowJudge:
     def __init__(self) -> None:
         self.frames: list[bytes] = []
 
-    def send(self, obj: dict) -> None:
-        pass
-
-    def send_raw(self, data: bytes) -> None:
-        if len(data) > 1 << 20:
+    def send_locked(self, obj: dict | None, raw: bytes | None = None) -> None:
+        if raw is None:
+            return
+        if len(raw) > 1 << 20:
             time.sleep(1.5)
-        self.frames.append(bytes(data[HEADER.size:]))
+        self.frames.append(bytes(raw[HEADER.size:]))
 
 
-def test_frames_left_in_the_pipe_of_an_exited_child_are_read_while_the_judge_catches_up(monkeypatch) -> None:
-    monkeypatch.setattr(zygote, "FORWARD_BACKLOG_BYTES", 1 << 20)
+def test_frames_left_in_the_pipe_of_an_exited_child_are_read_while_the_judge_catches_up(monkeypatch,
+                                                                                       tmp_path) -> None:
+    monkeypatch.setattr(jobs, "FORWARD_BACKLOG_BYTES", 1 << 20)
     child = subprocess.Popen([sys.executable, "-c", CHILD.format(fmt=HEADER.format)], stdout=subprocess.PIPE)
     judge = SlowJudge()
-    forward = zygote.Forwarder(judge)
+    job = jobs.Job(judge, {"timeout": 30, "memory_mb": 0, "job": {}}, child.pid, 0, False,
+                   os.dup(child.stdout.fileno()), str(tmp_path), time.monotonic())
     try:
-        exit_frame = zygote.Runner._watch(None, child.pid, 0, False, child.stdout.fileno(),
-                                          {"timeout": 30}, time.monotonic(), forward)
+        job.watch()
+        exit_frame = job.end()
     finally:
-        forward.close()
         child.stdout.close()
     assert exit_frame["exit_code"] == 0 and exit_frame["reason"] is None, exit_frame
     assert [len(f) for f in judge.frames] == [3 << 20, 4] and judge.frames[-1] == b"done"

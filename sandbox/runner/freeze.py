@@ -1,0 +1,139 @@
+"""Holding a job still while another one is timed (the runner's side of interleaved timing).
+
+Two jobs are alive at once while their timed passes alternate (``turns``): the
+reference's (eager and torch.compile) and the candidate's. While one is timed,
+every process of the other is stopped (SIGSTOP: every thread of a process
+stops, and a stopped process cannot fork), so that the waiting party cannot
+run anything -- a candidate's busy thread or forked helper that would slow the
+baselines down stops with it. Stopping is checked, not assumed: the scope is
+listed again until every process in it reads stopped, and the CPU time of the
+waiting scope is read before and after the other's turn (``cpu_ticks``): a
+waiting job that ran anyway is reported.
+
+A job's scope is what the runner can name: with a uid per child, every process
+of that uid; with children sharing the runner's uid, the processes of the job's
+session (each child starts one) and, in a container where the uid is the
+sandbox's alone (``--kill-leftovers``), every process of it outside the active
+job's session but the runner.
+
+Only the standard library is used here.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from . import confine
+
+STOPPED_STATES = frozenset("TtZX")
+FREEZE_ROUNDS = 200
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
+def _all_pids() -> list[int]:
+    return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+
+
+def session_of(pid: int) -> int | None:
+    st = _stat(pid)
+    return int(st[3]) if st else None
+
+
+class Scope:
+    """The processes of one job (see the module docstring). ``sessions`` are
+    the sessions of every live job of the runner (shared between scopes)."""
+
+    def __init__(self, pid: int, uid: int, unique: bool, sole_uid: bool, sessions: set[int]) -> None:
+        self.pid, self.uid, self.unique, self.sole_uid, self.sessions = pid, uid, unique, sole_uid, sessions
+
+    def pids(self, strays: bool = False) -> list[int]:
+        """The job's processes; with ``strays`` (to stop, never to continue),
+        also those of a sole uid in no live job's session: one that left its
+        session cannot be told apart, and stays stopped."""
+        if self.unique:
+            return confine.processes_of_uid(self.uid)
+        me = os.getpid()
+        found = []
+        for pid in _all_pids():
+            if pid == me:
+                continue
+            sid = session_of(pid)
+            if sid == self.pid:
+                found.append(pid)
+            elif strays and self.sole_uid and sid is not None and sid not in self.sessions \
+                    and _owner(pid) == self.uid:
+                found.append(pid)
+        return found
+
+
+def _owner(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def freeze(scope: Scope) -> bool:
+    """SIGSTOP every process of ``scope`` until all read stopped; False if
+    some still ran after ``FREEZE_ROUNDS`` listings."""
+    for _ in range(FREEZE_ROUNDS):
+        running = []
+        for pid in scope.pids(strays=True):
+            st = _stat(pid)
+            if st is not None and st[0] not in STOPPED_STATES:
+                running.append(pid)
+        if not running:
+            return True
+        for pid in running:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                pass
+        time.sleep(0.0002)
+    return False
+
+
+def thaw(scope: Scope, last: int | None = None) -> float:
+    """SIGCONT every process of ``scope``, ``last`` after all others: the
+    clock (monotonic) just before ``last`` was continued."""
+    for pid in scope.pids():
+        if pid != last:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+    at = time.monotonic()
+    if last is not None:
+        try:
+            os.kill(last, signal.SIGCONT)
+        except OSError:
+            pass
+    return at
+
+
+def cpu_ticks(scope: Scope) -> dict[int, int]:
+    """User + system CPU time of each of the scope's processes, in clock ticks."""
+    found = {}
+    for pid in scope.pids(strays=True):
+        st = _stat(pid)
+        if st is not None:
+            try:
+                found[pid] = int(st[11]) + int(st[12])
+            except (IndexError, ValueError):
+                continue
+    return found
+
+
+def ran(before: dict[int, int], after: dict[int, int]) -> int:
+    """Clock ticks the scope ran between two ``cpu_ticks`` readings (a process
+    that appeared in between counts whole)."""
+    return sum(max(0, t - before.get(pid, 0)) for pid, t in after.items())
