@@ -83,7 +83,7 @@ def judge_once(cache: bool) -> dict:
         r = judge.evaluate(REFERENCE, CANDIDATE, "row_norm.py", "row_norm_native.py",
                            EvalOptions(device="cpu", baseline_cache=cache))
     t = r.timing
-    return {"verdict": r.verdict, "vs_eager": r.speedup, "vs_compile": r.speedup_compile,
+    return {"verdict": r.verdict, "reasons": r.reasons, "vs_eager": r.speedup, "vs_compile": r.speedup_compile,
             "eager": (t.get("baseline_eager") or {}).get("source"),
             "compile": (t.get("baseline_compile") or {}).get("source"),
             "load": (t.get("candidate") or {}).get("loadavg")}

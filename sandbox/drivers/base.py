@@ -56,8 +56,22 @@ class JobOutcome:
         return self.first("done") is not None or self.parked is not None
 
     def paused_within(self, t0: float, t1: float) -> float:
-        """Seconds of [t0, t1] the job was held stopped by the runner."""
-        return sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in self.paused)
+        """Seconds of [t0, t1] the job was held stopped by the runner: from the
+        stop it reported to the job's "resumed" frame, if that is the first
+        frame the job wrote after being continued (a continued job waits for a
+        CPU on a loaded machine), else to the continue itself."""
+        stamps = sorted((f["_t"], f.get("kind") == "phase" and f.get("name") == "resumed")
+                        for f in self.frames if isinstance(f.get("_t"), float))
+        total = 0.0
+        held = sorted(self.paused)
+        for k, (a, b) in enumerate(held):
+            later = next(((t, resumed) for t, resumed in stamps if t >= b), None)
+            if later is not None and later[1]:
+                # never past the next stop: a runner short of CPU reads (stamps) a turn's
+                # frames only once the job has stopped again
+                b = min(later[0], held[k + 1][0]) if k + 1 < len(held) else later[0]
+            total += max(0.0, min(b, t1) - max(a, t0))
+        return total
 
     def stamp(self, phase: str) -> float | None:
         for f in self.frames:

@@ -23,6 +23,20 @@ from .loader import LoadError, describe, load_module, signature_of
 # Bound before any untrusted code loads: a parked job's turns end here.
 _stop_here = timing.stop_here
 
+
+def turns(job: dict[str, Any], emit: Emit) -> Callable[[], None] | None:
+    """A parked job's end of turn (``sandbox/runner/turns.py``): stopped until
+    continued, then a "resumed" frame, the first it writes (the runner's stamp
+    on it says when the job ran again); None for a job timed in one go."""
+    if not (job.get("park") and job["device"] == "cpu"):
+        return None
+
+    def turn() -> None:
+        _stop_here()
+        emit({"kind": "phase", "name": "resumed"})
+
+    return turn
+
 Emit = Callable[[dict[str, Any]], None]
 
 _clone = torch.Tensor.clone
@@ -165,7 +179,7 @@ def time_baselines(job: dict[str, Any], emit: Emit, model: torch.nn.Module, sets
     it agrees with this one (the machine as loaded as then). A parked job
     (``park``) times them by turns with the candidate's pass, set by set."""
     cached = job.get("cached_eager_ms")
-    turn = _stop_here if job.get("park") and job["device"] == "cpu" else None
+    turn = turns(job, emit)
     eager = timed.Party(model, sets, "baseline_eager", warm_inputs, synced)
     if turn is not None and job.get("compile_baseline") and not cached:
         compiled = timed.Party(torch.compile(model), sets, "baseline_compile", warm_inputs, synced)
@@ -291,7 +305,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             return structure, outs
 
         watch = timed.Watch(record, lambda rec, out: rec.summary(out) if rec is not None else {}, snapshot)
-        turn = _stop_here if job.get("park") and device == "cpu" else None
+        turn = turns(job, emit)
         timed.emit_timing(job, emit, timing_model, sets, "candidate", warm if warm is not None else sets[0],
                           lambda: sync(device), watch, turn)
         emit({"kind": "post_timing", "outputs": watch.outputs, "structures": watch.structures,
