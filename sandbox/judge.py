@@ -179,11 +179,19 @@ class Judge:
                 driver, _ = self._sessions.pop((options.sandbox, device))
                 driver.stop(session)
 
-    def _cached_baselines(self, problem: Problem, options: EvalOptions, device: str, reps: int,
-                          compile_baseline: bool) -> tuple[str, list[dict[str, Any]] | None]:
+    def _machine(self, options: EvalOptions, device: str) -> dict[str, Any]:
         ready = self.session(options.sandbox, device).ready
         machine = {k: ready.get(k) for k in ("cpu_model", "cpus", "torch")}
         machine["threads"] = options.threads
+        return machine
+
+    def _compiled_key(self, problem: Problem, options: EvalOptions, device: str) -> str:
+        return baseline_cache.compiled_key(problem.run_source, {**self._machine(options, device),
+                                                                 "sandbox": options.sandbox})
+
+    def _cached_baselines(self, problem: Problem, options: EvalOptions, device: str, reps: int,
+                          compile_baseline: bool) -> tuple[str, list[dict[str, Any]] | None]:
+        machine = self._machine(options, device)
         sizes = {**problem.literal_dims, **problem.size_constants()}
         k = baseline_cache.key(problem.run_source, sizes, machine, reps, compile_baseline)
         return k, baseline_cache.lookup(k)
@@ -244,11 +252,19 @@ class Judge:
                 eager = next((f for f in cached or [] if f["name"] == "baseline_eager"), None)
                 if eager is not None and compile_baseline:
                     ref_job["cached_eager_ms"] = eager["times_ms"]
+        compiled_key = self._compiled_key(problem, options, device) if native_cpu and compile_baseline else None
+        if compiled_key is not None:
+            kept = baseline_cache.compiled_lookup(compiled_key)
+            if kept is not None:
+                ref_job["compiled_cache"] = _uint8(kept)
         try:
             # torch.compile's compilation is the baseline's cost, not the reference's: it gets time of its own.
             ref = self._run(options, device, ref_job, COMPILE_ALLOWANCE_S if compile_baseline and reps else 0.0)
         except SandboxError as exc:
             raise ProblemError(f"the sandbox failed while running the reference: {exc}") from exc
+        packed = ref.first("compiled_cache")
+        if compiled_key is not None and packed is not None and hasattr(packed.get("data"), "numpy"):
+            baseline_cache.compiled_store(compiled_key, packed["data"].numpy().tobytes())
         try:
             if cached_key is not None and ref.finished and ref.parked is None:
                 ref.frames.extend(baseline_cache.settle(cached_key, cached, ref.of_kind("timing"), compile_baseline))
@@ -323,6 +339,12 @@ class Judge:
             if not session.alive:
                 driver, _ = self._sessions.pop((options.sandbox, device))
                 driver.stop(session)
+
+
+def _uint8(data: bytes) -> Any:
+    import torch
+
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
 def made_sets(plan: list[dict[str, Any]], ref: JobOutcome) -> list[dict[str, Any]]:

@@ -17,21 +17,25 @@ from typing import Any
 
 import torch
 
-from . import guards, native, provenance, timed, timing
+from . import compiled, guards, native, provenance, timed, timing
 from .loader import LoadError, describe, load_module, signature_of
 
 # Bound before any untrusted code loads: a parked job's turns end here.
 _stop_here = timing.stop_here
 
 
-def turns(job: dict[str, Any], emit: Emit) -> Callable[[], None] | None:
+def turns(job: dict[str, Any], emit: Emit, first: Callable[[], None] | None = None) -> Callable[[], None] | None:
     """A parked job's end of turn (``sandbox/runner/turns.py``): stopped until
     continued, then a "resumed" frame, the first it writes (the runner's stamp
-    on it says when the job ran again); None for a job timed in one go."""
+    on it says when the job ran again); ``first`` runs before it parks. None
+    for a job timed in one go."""
     if not (job.get("park") and job["device"] == "cpu"):
         return None
+    pending = [first] if first is not None else []
 
     def turn() -> None:
+        while pending:
+            pending.pop()()
         _stop_here()
         emit({"kind": "phase", "name": "resumed"})
 
@@ -179,15 +183,20 @@ def time_baselines(job: dict[str, Any], emit: Emit, model: torch.nn.Module, sets
     it agrees with this one (the machine as loaded as then). A parked job
     (``park``) times them by turns with the candidate's pass, set by set."""
     cached = job.get("cached_eager_ms")
-    turn = turns(job, emit)
     eager = timed.Party(model, sets, "baseline_eager", warm_inputs, synced)
-    if turn is not None and job.get("compile_baseline") and not cached:
-        compiled = timed.Party(torch.compile(model), sets, "baseline_compile", warm_inputs, synced)
-        timed.time_parties(job, emit, [eager, compiled], turn)
+    if job.get("compile_baseline"):
+        compiled.unpack(job.get("compiled_cache"))
+    if job.get("park") and job["device"] == "cpu" and job.get("compile_baseline") and not cached:
+        # compiled in the warm-up, packed before the job parks (before any candidate runs)
+        turn = turns(job, emit, first=lambda: compiled.emit_packed(emit))
+        fresh = timed.Party(torch.compile(model), sets, "baseline_compile", warm_inputs, synced)
+        timed.time_parties(job, emit, [eager, fresh], turn)
         return
-    eager_ms = timed.time_parties(job, emit, [eager], turn)[0]
+    eager_ms = timed.time_parties(job, emit, [eager], turns(job, emit))[0]
     if job.get("compile_baseline") and not (cached and timing.agrees(eager_ms, cached)):
         timed.emit_timing(job, emit, torch.compile(model), sets, "baseline_compile", warm_inputs, synced)
+        if not job.get("park"):  # with the candidate alive meanwhile, nothing is packed
+            compiled.emit_packed(emit)
 
 
 def record_ops(model: torch.nn.Module, inputs: list[Any], device: str) -> dict[str, Any]:

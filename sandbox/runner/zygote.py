@@ -142,9 +142,10 @@ class Runner:
             if unique:
                 os.chown(os.path.join(scratch, "log.txt"), uid, uid)
             home = os.path.join(scratch, "home")
-            for var in ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "XDG_CACHE_HOME",
-                        "TORCHINDUCTOR_CACHE_DIR"):
+            for var in ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "XDG_CACHE_HOME"):
                 os.environ[var] = home
+            # its own directory: what a reference's job packs for its next run (runner/compiled.py)
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(home, "inductor")
             tempfile.tempdir = home  # the runner may have cached another (inductor asks gettempdir)
             os.chdir(os.path.join(scratch, "cwd"))
             confine.confine_child(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch
+
 from sandbox import baseline_cache
 
 
@@ -98,3 +100,36 @@ def test_the_reference_runner_times_eager_always_and_compile_only_when_the_cache
     assert names == ["baseline_eager"]
     eager = next(f for f in frames if f["kind"] == "timing")
     assert len(eager["times_ms"]) == 5 and eager["sets"] == 5 and len(eager["loadavg"]) == 2
+
+
+def test_a_references_torch_compile_cache_is_packed_and_unpacked_by_its_next_run(tmp_path, monkeypatch) -> None:
+    """The reference's job packs inductor's cache once compiled; the next job of the same
+    reference unpacks it before compiling (the judge keeps the bytes between them)."""
+    from sandbox.runner import harness
+
+    source = "\n".join([
+        "import torch", "import torch.nn as nn",
+        "class Model(nn.Module):", "    def forward(self, x):", "        return torch.sqrt((x * x).sum(1)) + 1",
+        "def get_inputs():", "    return [torch.randn(32, 48)]", "def get_init_inputs():", "    return []"])
+    trials = [{"tag": "default", "seed": 1, "input_seed": 2, "index": 0}] + \
+        [{"tag": "timing", "seed": 3, "input_seed": 4 + i, "index": 1 + i} for i in range(3)]
+    job = {"role": "reference", "source": source, "filename": "r.py", "device": "cpu", "trials": trials,
+           "time_reps": 3, "compile_baseline": True, "native_timing": True, "time_budget_s": 1.0}
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    monkeypatch.setenv("KFORGE_JUDGE_BASELINE_CACHE", str(tmp_path / "judge"))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(first_dir))
+    frames: list[dict] = []
+    harness.run_reference(job, frames.append)
+    packed = next(f for f in frames if f["kind"] == "compiled_cache")["data"]
+    assert packed.dtype == torch.uint8 and 0 < packed.numel() <= baseline_cache.MAX_COMPILED_BYTES
+    baseline_cache.compiled_store("compiled-test", packed.numpy().tobytes())
+    kept = baseline_cache.compiled_lookup("compiled-test")
+    assert kept == packed.numpy().tobytes()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(second_dir))
+    again: list[dict] = []
+    harness.run_reference({**job, "compiled_cache": torch.frombuffer(bytearray(kept), dtype=torch.uint8)},
+                          again.append)
+    assert {p.name for p in first_dir.iterdir()} - {"locks"} <= {p.name for p in second_dir.iterdir()}
+    assert [f["name"] for f in again if f["kind"] == "timing"] == ["baseline_eager", "baseline_compile"]
+    # A damaged pack is a compile from scratch, not an error.
+    harness.run_reference({**job, "compiled_cache": torch.zeros(10, dtype=torch.uint8)}, [].append)
