@@ -20,6 +20,16 @@ Dependency = Literal["database", "broker"]
 RETRY_AFTER_S = 5
 DATABASE_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, PoolTimeout)
 BROKER_ERRORS: tuple[type[BaseException], ...] = (KombuOperationalError, RedisConnectionError, RedisTimeoutError)
+# SQLite raises OperationalError for its generic error too: no such table or column (a database never
+# migrated), a syntax error. That is a mistake waiting does not cure: a 500, not "unreachable".
+NOT_AN_OUTAGE = frozenset({"SQLITE_ERROR"})
+
+
+def _database_down(exc: BaseException) -> bool:
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(exc, DATABASE_ERRORS) and getattr(getattr(exc, "orig", None), "sqlite_errorname", None) \
+        not in NOT_AN_OUTAGE
 
 
 def dependency_down(exc: BaseException | None) -> Dependency | None:
@@ -27,7 +37,7 @@ def dependency_down(exc: BaseException | None) -> Dependency | None:
     dependency being unreachable; None otherwise."""
     seen = 0
     while exc is not None and seen < 5:
-        if isinstance(exc, DATABASE_ERRORS) or (isinstance(exc, DBAPIError) and exc.connection_invalidated):
+        if _database_down(exc):
             return "database"
         if isinstance(exc, BROKER_ERRORS):
             return "broker"
