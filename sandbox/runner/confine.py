@@ -220,3 +220,20 @@ def private_rss_of_uid_mb(uid: int) -> float:
         except (OSError, StopIteration, ValueError, IndexError):
             continue
     return total_kb / 1024
+
+
+_PAGE_MB = os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+
+
+def resident_of_uid_mb(uid: int) -> float:
+    """Resident set size of the uid's processes summed (shared pages once per
+    process): read from the kernel's counters (``statm``), without the page-table
+    walk of ``smaps_rollup`` that holds a process's memory lock meanwhile."""
+    total = 0
+    for pid in processes_of_uid(uid):
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total * _PAGE_MB

@@ -20,6 +20,10 @@ from . import confine, freeze
 
 LOG_TAIL_BYTES = 4000
 RSS_EVERY_S = 0.05
+# The proportional set size (smaps_rollup: a walk of every page table, holding the
+# process's memory lock, which stalled a timed eager call's mmap/munmap for tens of ms)
+# is read this often; in between, the kernel's resident counters (statm).
+PSS_EVERY_S = 2.0
 # Frames read from a child but not yet written to the judge: past this many bytes the
 # runner stops reading (the child waits on its pipe) until the judge has caught up.
 FORWARD_BACKLOG_BYTES = 256 << 20
@@ -176,7 +180,8 @@ def _empty(fd: int) -> None:
 class MemoryWatch:
     """The memory of a job's processes (every process of its uid), read in a thread of its
     own: reading smaps of a process holding GBs takes ~0.1 s, which must not delay the
-    stamps of the frames the job sends meanwhile. Not read while the job is
+    stamps of the frames the job sends meanwhile (and mostly from the kernel's
+    counters, see ``PSS_EVERY_S``). Not read while the job is
     held stopped (``held``): nothing of it can allocate then, and the reads
     would take CPU time from the job being timed."""
 
@@ -190,14 +195,25 @@ class MemoryWatch:
 
     def _run(self) -> None:
         baseline = None
+        full_at, pss, resident = 0.0, 0.0, 0.0
         while not self._stop.is_set():
             if self.held:
                 self._stop.wait(RSS_EVERY_S)
                 continue
             checked = time.monotonic()
-            rss = confine.private_rss_of_uid_mb(self._uid)
-            baseline = rss if baseline is None else baseline
-            if rss - baseline > self._limit:
+            if checked >= full_at:
+                pss, resident = confine.private_rss_of_uid_mb(self._uid), confine.resident_of_uid_mb(self._uid)
+                used, full_at = pss, checked + PSS_EVERY_S
+            else:
+                # between full reads: the proportional size then, plus what became resident since
+                # (never less than the growth in proportional size, but for pages a process
+                # that ended shared) -- read from counters, no page-table walk
+                used = pss + confine.resident_of_uid_mb(self._uid) - resident
+            baseline = used if baseline is None else baseline
+            if used - baseline > self._limit:
+                if checked + PSS_EVERY_S != full_at:  # an estimate: confirmed by a full read
+                    full_at = 0.0
+                    continue
                 self.exceeded = True
                 return
             # never more than a fifth of the time checking (RLIMIT_AS caps each process)
