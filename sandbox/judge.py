@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import baseline_cache, native_build, native_sources, policy, policy_native
+from . import baseline_cache, check_list, native_build, native_sources, policy, policy_native
 from . import checks as C
 from .cost import Spent
 from .drivers import get_driver
@@ -23,9 +23,7 @@ from .errors import ProblemError
 from .problem import Problem, input_bytes, load_problem, parse_source
 from .result import EvalResult, timing_summary
 
-CHECK_ORDER = ("compile", "signature", "source_policy", "runtime", "correctness", "perturbed_sizes", "output_format", "finite",
-               "inputs_unchanged", "deterministic", "post_timing", "kernel_launched", "kernel_provenance",
-               "kernel_does_work", "no_reference_ops", "no_stray_work", "no_tampering", "timer_corroborated")
+CHECK_ORDER = check_list.ORDER
 
 
 # Native kernels on the CPU: repetitions per timed model, and the time budget of each.

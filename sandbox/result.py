@@ -7,14 +7,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import tolerances
+from . import check_list, tolerances
 from .checks import FAIL, PASS, SKIPPED, Check, median_iqr
 from .drivers.base import JobOutcome
 
 # Checks whose failure means the numbers are wrong (``correct`` is False);
 # the others catch cheating and misbehaviour around correct-looking numbers.
-NUMERIC = ("correctness", "perturbed_sizes", "output_format", "finite", "inputs_unchanged", "deterministic",
-           "post_timing")
+NUMERIC = check_list.NUMERIC
 
 
 @dataclass

@@ -6,15 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sandbox import check_list
+
 from ..context import Context, Evaluator
 from ..cpu_profile import describe_timing
 from ..prompting import FormatError, json_block, render, variant
 from ..providers import Completion, Provider
 
 # Checks whose details help a coder most, in the order a coder should read them.
-_FEEDBACK_ORDER = ("compile", "signature", "source_policy", "runtime", "output_format", "correctness",
-                   "perturbed_sizes", "finite", "inputs_unchanged", "post_timing", "kernel_launched",
-                   "kernel_provenance", "kernel_does_work", "no_reference_ops")
+_FEEDBACK_ORDER = check_list.FEEDBACK_ORDER
 
 
 @dataclass
