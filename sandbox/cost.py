@@ -2,8 +2,9 @@
 
 The judge times each sandbox job from outside (fork, frames, everything);
 inside a job, the runner's stamps on the frames (one clock, outside the
-child) split it into phases: the reference's trials and its baselines, the
-candidate's trials, timed pass, null pass and ablation. Numbers are
+child) split it into phases: the reference's trials and its baselines (their
+warm-ups apart: torch.compile's compilation happens in its warm-up), the
+candidate's trials, warm-up, timed pass, null pass and ablation. Numbers are
 seconds, rounded to milliseconds.
 """
 
@@ -35,8 +36,11 @@ def phases(ref: JobOutcome | None, cand: JobOutcome | None) -> dict[str, float]:
         out["reference_trials_s"] = _trials_span(ref)
         for name in ("baseline_eager", "baseline_compile"):
             out[f"{name}_s"] = _span(ref, f"{name}:loop_start", f"{name}:loop_end")
+            # warm-up calls; for torch.compile its compilation, most of a cold reference job
+            out[f"{name}_warmup_s"] = _span(ref, f"{name}:warm_start", f"{name}:warm_end")
     if cand is not None:
         out["candidate_trials_s"] = _trials_span(cand)
+        out["candidate_warmup_s"] = _span(cand, "candidate:warm_start", "candidate:warm_end")
         out["candidate_timing_s"] = _span(cand, "candidate:loop_start", "candidate:loop_end")
         out["candidate_null_pass_s"] = _span(cand, "candidate:null_start", "candidate:null_end")
         post, abl = _stamps(cand, "post_timing"), _stamps(cand, "ablation")

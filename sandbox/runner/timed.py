@@ -121,6 +121,8 @@ class Party:
         self.buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
         self.last: list[Any] = [None]
         self.store: list[list[Any]] = []
+        self.emit: Emit | None = None  # set by ``loop``: the warm-up's phases
+        self.warming = False
 
     def load(self, values: list[Any]) -> None:
         for buf, src in zip(self.buffers, values):
@@ -147,6 +149,9 @@ class Party:
         self.last[0] = None
 
     def warm(self) -> None:
+        if self.emit is not None and not self.warming:
+            self.warming = True
+            self.emit({"kind": "phase", "name": f"{self.label}:warm_start"})
         self.load(self.warm_inputs)
         self.last[0] = self.model(*self.buffers)
         if self.watch is not None and not self.store:
@@ -161,8 +166,12 @@ class Party:
             all(same_bits(b, s) for b, s in zip(self.buffers, self.sets[i]))
 
     def loop(self, emit: Emit) -> timing.Loop:
+        """The pass's hooks; the runner stamps the warm-up's start and end (for a
+        torch.compile baseline, its compilation) and the timed loop's start."""
+        self.emit = emit
         return timing.Loop(len(self.sets), load_set(self.load, self.sets), self.check, self.warm,
-                           start=lambda: emit({"kind": "phase", "name": f"{self.label}:loop_start"}))
+                           start=lambda: emit({"kind": "phase", "name": f"{self.label}:loop_start"}),
+                           warmed=lambda: emit({"kind": "phase", "name": f"{self.label}:warm_end"}))
 
 
 def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,

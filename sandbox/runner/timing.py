@@ -141,16 +141,19 @@ class CacheFlush:
 class Loop:
     """What one timed pass over the input sets needs besides the call:
     ``before(i)`` loads set ``i`` (untimed), ``after(i)`` checks repetition
-    ``i``'s result (untimed); ``warm()`` is one warm-up call; ``start()``
-    marks the end of the warm-up (the outside clock starts there)."""
+    ``i``'s result (untimed); ``warm()`` is one warm-up call, ``warmed()``
+    follows the last one; ``start()`` marks the start of the timed pass (the
+    outside clock starts there)."""
 
     def __init__(self, sets: int, before: Hook = None, after: Hook = None,
-                 warm: Callable[[], object] | None = None, start: Callable[[], object] | None = None) -> None:
+                 warm: Callable[[], object] | None = None, start: Callable[[], object] | None = None,
+                 warmed: Callable[[], object] | None = None) -> None:
         self.sets = sets
         self.before = before
         self.after = after
         self.warm = warm
         self.start = start
+        self.warmed = warmed
         self.cpu_ns = 0  # CPU time of every thread of the process over the timed pass
         self.wall_ns = 0
         # Per timed call: page faults (minor + major) and involuntary context switches,
@@ -210,6 +213,8 @@ def time_cpu_parties(parties: list[tuple[Callable[[int], object], Loop]], budget
         for _ in range(warmup):  # warm-up (first-call costs, OpenMP pool start, torch.compile's compilation)
             if loop.warm is not None:
                 loop.warm()
+        if loop.warmed is not None:
+            loop.warmed()
     if turn is not None:
         turn()
     for _, loop in parties:
@@ -254,6 +259,8 @@ def time_cuda(fn: Callable[[int], object], loop: Loop, budget_s: float, warmup: 
         if loop.warm is not None:
             loop.warm()
     _cuda_sync()
+    if loop.warmed is not None:
+        loop.warmed()
     if loop.start is not None:
         loop.start()
     times: list[float] = []

@@ -115,7 +115,8 @@ def test_native_timing_is_real_and_labelled(judge: Judge) -> None:
     # Where the run's time went, by phase.
     cost = out["cost"]
     for phase in ("reference_job_s", "candidate_job_s", "reference_trials_s", "baseline_eager_s",
-                  "candidate_trials_s", "candidate_timing_s", "candidate_null_pass_s", "total_s"):
+                  "baseline_eager_warmup_s", "candidate_trials_s", "candidate_warmup_s", "candidate_timing_s",
+                  "candidate_null_pass_s", "total_s"):
         assert isinstance(cost.get(phase), float) and cost[phase] >= 0, (phase, cost)
     assert cost["total_s"] >= cost["candidate_job_s"] + cost["reference_job_s"] - 0.01
     assert out["checks"]["timer_corroborated"] == "pass"
