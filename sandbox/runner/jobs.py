@@ -45,8 +45,8 @@ class Job:
         parked = bool(msg["job"].get("park"))
         self.forward = Forwarder(runner, self.id if parked else None)
         self.memory = MemoryWatch(uid, msg["memory_mb"]) if unique else None
-        self.scope = freeze.Scope(pid, uid, unique, bool(getattr(getattr(runner, "args", None), "kill_leftovers", False)),
-                                  getattr(runner, "sessions", set()))
+        sole_uid = bool(getattr(getattr(runner, "args", None), "kill_leftovers", False))
+        self.scope = freeze.Scope(pid, uid, unique, sole_uid, getattr(runner, "sessions", set()))
         self.scope.sessions.add(pid)
         os.set_blocking(fd, False)
 
