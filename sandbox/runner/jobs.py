@@ -324,31 +324,3 @@ def _tail(path: str) -> str:
             return f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-
-
-def _drain(fd: int, most: int = 64 << 20, within_s: float = 0.05) -> tuple[bytes, bool]:
-    """What the child has written, up to ``most`` bytes or ``within_s`` of reading
-    (a large frame streams through a 1 MB pipe: one read per loop turn made the
-    memory check, not the copy, the cost); True when the child closed its end."""
-    chunks: list[bytes] = []
-    got, until = 0, time.monotonic() + within_s
-    while got < most and time.monotonic() < until:
-        try:
-            data = os.read(fd, 1 << 20)
-        except BlockingIOError:
-            break
-        if not data:
-            return b"".join(chunks), True
-        chunks.append(data)
-        got += len(data)
-    return b"".join(chunks), False
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - LOG_TAIL_BYTES))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
