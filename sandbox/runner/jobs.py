@@ -201,7 +201,8 @@ class MemoryWatch:
                 self._stop.wait(RSS_EVERY_S)
                 continue
             checked = time.monotonic()
-            if checked >= full_at:
+            full = checked >= full_at
+            if full:
                 pss, resident = confine.private_rss_of_uid_mb(self._uid), confine.resident_of_uid_mb(self._uid)
                 used, full_at = pss, checked + PSS_EVERY_S
             else:
@@ -211,7 +212,7 @@ class MemoryWatch:
                 used = pss + confine.resident_of_uid_mb(self._uid) - resident
             baseline = used if baseline is None else baseline
             if used - baseline > self._limit:
-                if checked + PSS_EVERY_S != full_at:  # an estimate: confirmed by a full read
+                if not full:  # an estimate: confirmed by a full read
                     full_at = 0.0
                     continue
                 self.exceeded = True

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 
 from sandbox.judge import EvalOptions, Judge
 from sandbox.runner import freeze
@@ -69,58 +68,14 @@ def test_ticks_of_a_process_that_appears_while_held_count_whole() -> None:
     assert freeze.ran({1: 5}, {1: 6, 3: 4}) == 5
 
 
-ROW_NORM = '''
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.sqrt((x * x).sum(dim=1))
-
-
-def get_inputs():
-    return [torch.randn(256, 4096)]
-
-
-def get_init_inputs():
-    return []
-'''
-
-NATIVE = '''
-import torch
-import torch.nn as nn
-from kforge_native import load_c
-
-SRC = r"""
-#include <stdint.h>
-#include <math.h>
-/* TAG */
-void row_norm(const float* x, float* y, int64_t rows, int64_t cols) {
-    #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        float s = 0.0f;
-        for (int64_t c = 0; c < cols; c++) s += x[r * cols + c] * x[r * cols + c];
-        y[r] = sqrtf(s);
-    }
-}
-"""
-lib = load_c(SRC, ["void row_norm(const float* x, float* y, int64_t rows, int64_t cols)"], name="row_norm")
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty(x.shape[0], dtype=x.dtype)
-        lib.row_norm(x, y, x.shape[0], x.shape[1])
-        return y
-'''
+ROW_NORM = fc.problem("row_norm").read_text()
+NATIVE = (fc.HONEST / "row_norm__temporary.py").read_text()
 
 
 def test_the_judge_times_baselines_and_candidate_by_turns() -> None:
     options = EvalOptions(device="cpu", trials=1, time_reps=6, baseline_cache=False)
     with Judge(warm=True) as judge:
-        result = judge.evaluate(ROW_NORM, NATIVE.replace("TAG", uuid.uuid4().hex), options=options)
+        result = judge.evaluate(ROW_NORM, NATIVE, options=options)
         assert result.verdict == "pass", result.reasons
         for name in ("baseline_eager", "baseline_compile"):
             assert result.timing[name]["interleaved"] and "in turns with the candidate" in \
@@ -131,7 +86,7 @@ def test_the_judge_times_baselines_and_candidate_by_turns() -> None:
         assert result.to_json()["checks"]["timer_corroborated"] == "pass", result.reasons
         assert result.cost.get("turns_job_s", 0) > 0
         # The judge's runner is ready for the next job: nothing is left parked.
-        sequential = judge.evaluate(ROW_NORM, NATIVE.replace("TAG", uuid.uuid4().hex),
+        sequential = judge.evaluate(ROW_NORM, NATIVE,
                                     options=EvalOptions(device="cpu", trials=1, time_reps=6, baseline_cache=False,
                                                         interleave=False))
         assert sequential.verdict == "pass", sequential.reasons
@@ -140,6 +95,7 @@ def test_the_judge_times_baselines_and_candidate_by_turns() -> None:
 
 def test_a_candidate_that_fails_to_build_leaves_no_parked_reference_behind() -> None:
     broken = NATIVE.replace("y[r] = sqrtf(s);", "y[r] = sqrtf(s) +;")
+    assert broken != NATIVE
     with Judge(warm=True) as judge:
         result = judge.evaluate(ROW_NORM, broken, options=EvalOptions(device="cpu", trials=1, time_reps=5))
         assert result.verdict == "fail" and result.to_json()["checks"]["compile"] == "fail"
