@@ -7,7 +7,6 @@ run.py       run_batch: (problem, sample) tasks across worker processes; summary
 task.py      one task in a worker: search, final evaluation, held-out sizes
 through_api.py the same task through a running KForge API (POST /v1/jobs, GET /v1/jobs/{id})
 heldout.py   references with their size constants scaled to sizes the agent never saw
-baselines.py the baseline-timing cache, per GPU kind and problem source
 metrics.py   correctness, fast_p, geometric-mean speedup, cost, held-out generalisation
 report.py    report.json / .csv / .md;  html.py  the self-contained report.html
 compare.py   per-problem changes between two runs

@@ -61,7 +61,6 @@ class BatchRequest:
     config: SearchConfig = field(default_factory=SearchConfig)
     options: EvalOptions = field(default_factory=EvalOptions)
     held_out: bool = True
-    baseline_cache: Path | None = None
     api: str | None = None
     token: str | None = None
     gpu_kind: str | None = None  # --api only: the service queues the jobs on gpu-<kind>
@@ -189,8 +188,7 @@ def _task(req: BatchRequest, problem: SuiteProblem, sample: int, fitted: dict[st
     spec = TaskSpec(problem={**problem.to_dict(), **(fitted or {})}, sample=sample,
                     out=str(task_dir(req.out, problem.id, sample)),
                     provider=req.provider, model=req.model, base_url=req.base_url, config=config, options=options,
-                    held_out=req.held_out, baseline_cache=str(req.baseline_cache) if req.baseline_cache else None,
-                    kb=req.kb)
+                    held_out=req.held_out, kb=req.kb)
     if req.api:
         from .through_api import run_task_service
 

@@ -35,7 +35,6 @@ from ..hardware import cpu_label
 from ..kb import knowledge_base
 from ..kb.job_lessons import learn
 from ..settings import get_settings
-from .baselines import BaselineCache
 from .fit import with_memory_hint
 from .heldout import SCALES, SHRINK_SCALES, held_out
 from .metrics import comparison_of
@@ -57,7 +56,6 @@ class TaskSpec:
     config: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     held_out: bool = True
-    baseline_cache: str | None = None
     kb: str = "off"  # KB_MODES: off, use (retrieve strategies), learn (retrieve, archive, store lessons)
 
 
@@ -156,8 +154,7 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     best = traj.best()
     final = timed = None
     if best is not None:
-        cache = BaselineCache(Path(spec.baseline_cache)) if spec.baseline_cache else None
-        final, timed = final_evaluation(judge_fn, reference, name, best.code, options, seen, cache, backend)
+        final, timed = final_evaluation(judge_fn, reference, name, best.code, options, seen, backend)
     heldout = None
     if spec.held_out and final and final["verdict"] == "pass":
         # 3 timing sets, the judge's least: a 1-call pass put any hiccup of the machine on the
@@ -194,52 +191,30 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     }
 
 
-def timing_key(seen: dict[str, Any], backend: str) -> str | None:
-    """The hardware the final evaluation times on, as the baseline cache's key:
-    the GPU, or the CPU (model and threads) for native kernels; None when
-    nothing is timed for real (Triton in its interpreter on the CPU)."""
-    device = seen.get("device")
-    if not timed_for_real(backend, device):
-        return None
-    return seen.get("hardware") if device == "cuda" else f"cpu: {cpu_label(get_settings().cpu_threads)}"
-
-
 def final_evaluation(judge_fn: Any, reference: str, name: str, code: str, options: EvalOptions, seen: dict[str, Any],
-                     cache: BaselineCache | None, backend: str = "triton") -> tuple[dict[str, Any], dict[str, Any]]:
+                     backend: str = "triton") -> tuple[dict[str, Any], dict[str, Any]]:
     """Judge the best kernel again with fresh seeds; where timing is real (GPU,
-    or native kernels on the CPU) time the compile baseline unless the cache
-    holds it for this hardware. Returns the result and the speedups."""
-    key = timing_key(seen, backend)
-    cached = cache.get(key, reference) if cache and key else None
-    opts = replace(options, compile_baseline=bool(key) and cached is None)
+    or native kernels on the CPU) torch.compile is timed too, in the same judge
+    run as the kernel (the judge may reuse inductor's compiled code, never a
+    timing from another run: issue 26). Returns the result and the speedups."""
+    opts = replace(options, compile_baseline=timed_for_real(backend, seen.get("device")))
     result = judge_fn(reference, f"{name}.py", code, opts)
-    timing = result.get("timing") or {}
-    if cache and key and cached is None and timing.get("baseline_compile"):
-        cache.put(key, reference, timing)
-    return result, speedups(result, timing, cached)
+    return result, speedups(result, result.get("timing") or {})
 
 
-def speedups(result: dict[str, Any], timing: dict[str, Any], cached: dict[str, Any] | None) -> dict[str, Any]:
+def speedups(result: dict[str, Any], timing: dict[str, Any]) -> dict[str, Any]:
     """The speedups the judge measured (on a GPU, or native kernels on the CPU); none otherwise."""
     if result.get("verdict") != "pass" or not timing.get("speedup_vs_eager"):
         return {"baseline_source": None}
     eager = (timing.get("speedup_vs_eager") or {}).get("value")
     compile_ = (timing.get("speedup_vs_compile") or {}).get("value")
-    cand = (timing.get("candidate") or {}).get("median_ms")
-    out: dict[str, Any] = {"speedup_eager": eager, "speedup_compile": compile_, "baseline_source": "measured"}
-    if cached is not None and cand:
-        out.update(speedup_compile=cached["baseline_compile"]["median_ms"] / cand, baseline_source="cache")
-        cached_eager = (cached.get("baseline_eager") or {}).get("median_ms")
-        fresh_eager = (timing.get("baseline_eager") or {}).get("median_ms")
-        if cached_eager and fresh_eager:
-            out["eager_drift"] = fresh_eager / cached_eager  # 1.0: the machine times like when it was cached
-    return out
+    return {"speedup_eager": eager, "speedup_compile": compile_, "baseline_source": "measured"}
 
 
 def timed_fields(timed: dict[str, Any] | None) -> dict[str, Any]:
     timed = timed or {}
     return {"speedup_eager": timed.get("speedup_eager"), "speedup_compile": timed.get("speedup_compile"),
-            "baseline_source": timed.get("baseline_source"), "eager_drift": timed.get("eager_drift")}
+            "baseline_source": timed.get("baseline_source")}
 
 
 def spec_fields(config: SearchConfig, options: EvalOptions) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -23,7 +23,6 @@ from agents.search import SearchConfig
 from sandbox import JudgeError
 
 from ..backends import BackendError, check_backend
-from ..batch.baselines import default_path
 from ..batch.compare import compare
 from ..batch.run import BatchError, BatchRequest, rewrite_reports, run_batch
 from ..batch.suite import suite_root
@@ -60,7 +59,6 @@ def run_command(
     device: Annotated[str | None, typer.Option(help="auto | cpu | cuda")] = None,
     sandbox: Annotated[str | None, typer.Option(help="process | docker")] = None,
     held_out: Annotated[bool, typer.Option("--held-out/--no-held-out", help="Judge passing kernels at unseen sizes.")] = True,
-    baseline_cache: Annotated[Path | None, typer.Option("--baseline-cache", help="Baseline timing cache file.")] = None,
     api: Annotated[str | None, typer.Option("--api", help="Run through a KForge API at this URL instead of locally.")] = None,
     token: Annotated[str | None, typer.Option("--token", envvar="KFORGE_TOKEN", help="API token for --api.")] = None,
     gpu_kind: Annotated[str | None, typer.Option("--gpu-kind", help="With --api: run on queue gpu-<kind>.")] = None,
@@ -92,7 +90,7 @@ def run_command(
                                                                           f"{'-' + model if model else ''}")
     req = BatchRequest(suite=suite, out=out, provider=provider, model=model, base_url=base_url, level=level,
                        pattern=problems, samples=samples, workers=workers, config=config, options=options,
-                       held_out=held_out, baseline_cache=baseline_cache or default_path(), api=api, token=token,
+                       held_out=held_out, api=api, token=token,
                        gpu_kind=gpu_kind, fit_memory_gb=fit_memory, kb=kb)
     try:
         validate(req)

@@ -25,18 +25,18 @@ from tests.conftest import KFORGE, ROOT, run_kforge
 IDS = ["level1/1_relu_scale", "level1/2_gelu", "level1/3_sigmoid"]
 
 
-def batch_args(out: Path, cache: Path, *extra: str) -> list[str]:
+def batch_args(out: Path, *extra: str) -> list[str]:
     return ["batch", "run", str(ROOT / "problems"), "--level", "1", "--problems", "[123]_*", "--provider", "offline",
             "--max-rounds", "0", "--offline-starters", "1", "--device", "cpu", "--backend", "triton",
-            "--out", str(out), "--baseline-cache", str(cache), *extra]  # Triton's interpreter: reports without timing
+            "--out", str(out), *extra]  # Triton's interpreter: reports without timing
 
 
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("batch")
-    out, cache = tmp / "run", tmp / "cache.json"
+    out = tmp / "run"
     with open(tmp / "first.log", "w") as log:
-        first = subprocess.Popen([*KFORGE, *batch_args(out, cache, "--workers", "1")], cwd=ROOT, stdout=log,
+        first = subprocess.Popen([*KFORGE, *batch_args(out, "--workers", "1")], cwd=ROOT, stdout=log,
                                  stderr=subprocess.STDOUT, start_new_session=True)
     try:
         done = _wait_for_summary(out, first, timeout=300)
@@ -45,8 +45,8 @@ def resumed(tmp_path_factory) -> dict[str, Any]:
         first.wait(timeout=30)
     killed = {"report_existed": (out / "report.json").exists(), "log": (tmp / "first.log").read_text(),
               "finished": {p: p.stat().st_mtime_ns for p in done}}
-    rerun = run_kforge(*batch_args(out, cache, "--workers", "2", "--json"))
-    return {"out": out, "cache": cache, "killed": killed, "rerun": rerun}
+    rerun = run_kforge(*batch_args(out, "--workers", "2", "--json"))
+    return {"out": out, "killed": killed, "rerun": rerun}
 
 
 def test_killed_batch_resumes_and_skips_what_finished(resumed):
@@ -80,7 +80,6 @@ def test_reports_after_the_resumed_run(resumed):
     assert m["records"] == 3 and m["errors"] == 0 and report["records"][0]["correct"], "offline solves relu-scale"
     assert m["fast_p_eager"]["0"] == m["correctness_rate"] and m["fast_p_eager"]["1"] is None
     assert any("no GPU timing" in n for n in m["notes"])
-    assert not resumed["cache"].exists(), "CPU timings are never cached"
     html = (out / "report.html").read_text()
     assert "<svg" in html and not re.search(r"https?://", html)
     assert len((out / "report.csv").read_text().splitlines()) == 4
@@ -93,7 +92,7 @@ def test_compare_and_settings_guard(resumed):
     diff = runner.invoke(batch_app, ["compare", str(out), str(out), "--json"])
     assert diff.exit_code == 0, diff.output
     assert {r["change"] for r in json.loads(diff.stdout)["rows"]} == {"same"}
-    other = runner.invoke(batch_app, batch_args(out, resumed["cache"], "--max-rounds", "2")[1:])
+    other = runner.invoke(batch_app, batch_args(out, "--max-rounds", "2")[1:])
     assert other.exit_code == 2 and "other settings" in other.output
 
 
@@ -117,7 +116,7 @@ def test_sigterm_to_the_batch_ends_its_workers(tmp_path):
     """A batch stopped with SIGTERM (what a service manager sends) leaves no worker
     process and no sandboxed runner behind."""
     out = tmp_path / "run"
-    batch = subprocess.Popen([*KFORGE, *batch_args(out, tmp_path / "cache.json", "--workers", "1")], cwd=ROOT,
+    batch = subprocess.Popen([*KFORGE, *batch_args(out, "--workers", "1")], cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 240

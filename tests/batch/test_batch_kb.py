@@ -24,7 +24,7 @@ def test_batch_search_uses_a_strategy_learned_by_an_earlier_job(tmp_path):
     out = tmp_path / "run"
     proc = run_kforge("batch", "run", str(ROOT / "problems"), "--level", "1", "--problems", "2_*",
                       "--provider", "offline", "--max-rounds", "0", "--offline-starters", "1", "--device", "cpu",
-                      "--backend", "triton", "--no-held-out", "--out", str(out), "--baseline-cache", str(tmp_path / "cache.json"),
+                      "--backend", "triton", "--no-held-out", "--out", str(out),
                       "--kb", "use", "--json", env=env)
     assert proc.returncode in (0, 1), proc.stderr
     traj = json.loads((task_dir(out, "level1/2_gelu", 0) / "trajectory.json").read_text())

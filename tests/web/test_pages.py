@@ -41,7 +41,7 @@ def test_dashboard_end_to_end(browser, procs, service_env, pg_url, tmp_path):
     # A real batch run (one problem, offline, CPU; backend auto: cpu here) into the runs folder the batch pages read.
     batch = procs.start("batch", "run", "problems", "--problems", "level1/1_*", "--provider", "offline",
                         "--max-rounds", "0", "--offline-starters", "2", "--device", "cpu", "--json",
-                        "--baseline-cache", str(tmp_path / "baselines.json"), "--out", str(tmp_path / "runs" / RUN),
+                        "--out", str(tmp_path / "runs" / RUN),
                         name="batch")
     procs.worker("web")
 
