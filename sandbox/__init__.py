@@ -12,7 +12,7 @@ from typing import Any
 
 _EXPORTS = {
     "EvalOptions": "judge", "Judge": "judge", "evaluate_files": "judge",
-    "EvalResult": "result", "error_json": "result",
+    "EvalResult": "result", "error_json": "result", "TuneResult": "tuning",
     "JudgeError": "errors", "ProblemError": "errors",
     "Problem": "problem", "list_problems": "problem", "load_problem": "problem",
 }

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import baseline_cache, check_list, native_build, native_sources, policy, policy_native
+from . import baseline_cache, check_list, native_build, native_sources, policy, policy_native, tuning
 from . import checks as C
 from .cost import Spent
 from .drivers import get_driver
@@ -206,6 +206,21 @@ class Judge:
             return {"device": device, **analysis_of(self._run(options, device, job), reference_name)}
         except SandboxError as exc:
             raise ProblemError(f"the sandbox failed while analysing the reference: {exc}") from exc
+        finally:
+            if not self.warm:
+                self.close()
+
+    def tune(self, reference: str, variants: list[str], reference_name: str = "reference.py",
+             options: EvalOptions | None = None, budget_s: float = tuning.TUNE_BUDGET_S) -> tuning.TuneResult:
+        """Many variants of one native CPU proposal timed cheaply in one warm job, fastest first
+        (``sandbox/tuning.py``): a ranking for the search, never a verdict."""
+        options = options or EvalOptions()
+        if resolve_device(options.device) != "cpu":
+            raise ProblemError("the tuning pass times native CPU kernels: run it with device cpu")
+        try:
+            session = self.session(options.sandbox, "cpu")
+            return tuning.tune(lambda job: self._run(options, "cpu", job), session.ready.get("native"), reference,
+                               variants, reference_name, options.threads, options.tolerance, budget_s)
         finally:
             if not self.warm:
                 self.close()

@@ -21,6 +21,7 @@ from .match import Match, MatchReport, match_report
 from .signature import Signature, from_source
 from .templates import families_for
 from .templates.cpu.common import NotRenderable
+from .tune_space import widen
 
 LABEL = "offline engine (no LLM)"
 log = logging.getLogger(__name__)
@@ -104,13 +105,19 @@ class OfflineEngine:
         match order), then the second of every match, and so on."""
         return self.plan(analysis, max_candidates, signature).proposals
 
-    def plan(self, analysis: dict[str, Any], max_candidates: int = 4, signature: Signature | None = None) -> Plan:
-        """The proposals, or why there are none."""
-        return self.plan_for(self.report(analysis, signature), max_candidates)
+    def plan(self, analysis: dict[str, Any], max_candidates: int = 4, signature: Signature | None = None,
+             wide: bool = False) -> Plan:
+        """The proposals, or why there are none; ``wide``: from every family's wider space
+        (``tune_space.widen``: the tuning pass's variants)."""
+        return self.plan_for(self.report(analysis, signature), max_candidates, wide)
 
-    def plan_for(self, report: MatchReport, max_candidates: int) -> Plan:
+    def tuning_plan(self, analysis: dict[str, Any], max_candidates: int, signature: Signature | None = None) -> Plan:
+        """The variants a tuning pass times: the wider spaces' proposals."""
+        return self.plan(analysis, max_candidates, signature, wide=True)
+
+    def plan_for(self, report: MatchReport, max_candidates: int, wide: bool = False) -> Plan:
         plan = Plan(self.backend, matched=[f"{m.family}: {m.kind}" for m in report.matches])
-        plan.proposals = self._render(report.matches, max_candidates, plan.skipped)
+        plan.proposals = self._render(report.matches, max_candidates, plan.skipped, wide)
         if plan.proposals:
             return plan
         if not report.matches:
@@ -122,7 +129,12 @@ class OfflineEngine:
     def proposals(self, matches: list[Match], max_candidates: int) -> list[Proposal]:
         return self._render(matches, max_candidates, [])
 
-    def _render(self, matches: list[Match], max_candidates: int, skipped: list[str]) -> list[Proposal]:
+    def space(self, family: str, wide: bool = False) -> list[dict[str, Any]]:
+        space = self.templates[family].PARAM_SPACE
+        return widen(space) if wide else space
+
+    def _render(self, matches: list[Match], max_candidates: int, skipped: list[str], wide: bool = False,
+                ) -> list[Proposal]:
         out: list[Proposal] = []
         seen: set[str] = set()
         usable = []
@@ -131,11 +143,12 @@ class OfflineEngine:
                 usable.append(m)
             else:
                 skipped.append(f"{m.family} ({m.kind}): no {m.family} template for backend {self.backend}")
-        depth = max((len(self.templates[m.family].PARAM_SPACE) for m in usable), default=0)
+        spaces = {m.family: self.space(m.family, wide) for m in usable}
+        depth = max((len(spaces[m.family]) for m in usable), default=0)
         refused: set[int] = set()
         for rank in range(depth):
             for m in usable:
-                space = self.templates[m.family].PARAM_SPACE
+                space = spaces[m.family]
                 if rank >= len(space) or len(out) >= max_candidates or id(m) in refused:
                     continue
                 params = dict(space[rank])

@@ -33,6 +33,9 @@ class SearchConfig:
     offline_starters: int = 4
     # further offline proposals judged while no verified kernel beats eager (where speed is measured)
     offline_extra: int = 4
+    # backend cpu: the engine's wider space, this many variants timed by the judge's tuning pass
+    # (sandbox/tuning.py) before the fastest are judged in full; 0: no tuning pass
+    tune_variants: int = 24
     parallel: int = 4
 
     def __post_init__(self) -> None:

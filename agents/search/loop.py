@@ -155,7 +155,10 @@ class Search:
         # proposal is judged, and where the judge measures speedups the fastest becomes the best.
         offline = self.offline.for_backend(self.config.backend) if hasattr(self.offline, "for_backend") \
             else self.offline
-        if hasattr(offline, "plan"):
+        tuned = self._tuned(traj, offline, analysis)
+        if tuned is not None:
+            proposals = tuned[:self.config.offline_starters]
+        elif hasattr(offline, "plan"):
             # The constructor's names and defaults come from the reference's source: the
             # analysis only counts init inputs, and a defaulted argument (bias=True) it
             # never saw would make every proposal fail the signature check.
@@ -171,8 +174,9 @@ class Search:
         if hasattr(offline, "plan") and self.config.offline_extra > 0 and self._slower_than_eager(traj):
             # A verified kernel slower than eager is not a result: while the budget lasts, judge the
             # engine's further parameter sets (deterministic, so a resumed round finds the same ones).
-            more = offline.plan(analysis, self.config.offline_starters + self.config.offline_extra,
-                                from_source(traj.reference)).proposals
+            wanted = self.config.offline_starters + self.config.offline_extra
+            more = tuned[:wanted] if tuned is not None else \
+                offline.plan(analysis, wanted, from_source(traj.reference)).proposals
             if len(more) > len(proposals):
                 round_.plan += [{"title": f"offline: {p.family} {p.params}", "rationale": p.note,
                                  "why": "no verified kernel beat eager yet"} for p in more[len(proposals):]]
@@ -182,6 +186,33 @@ class Search:
                 judged = sum(1 for a in round_.attempts if a.source == "offline")
                 round_.plan = round_.plan[:max(judged, len(proposals))]
                 self._save(traj)
+
+    def _tuned(self, traj: Trajectory, offline: Any, analysis: dict[str, Any]) -> list[Any] | None:
+        """Backend cpu: the engine's wider space (``tuning_plan``) timed by the judge's tuning
+        pass, fastest first; the round judges the first of them in full. None where there is no
+        tuning (another backend, an engine or evaluator without it, a single proposal, or the pass
+        failed: then the engine's own order stands). A resumed search keeps the order it saved."""
+        if self.config.backend != "cpu" or self.config.tune_variants < 2 or not hasattr(offline, "tuning_plan") \
+                or not hasattr(self.evaluator, "tune"):
+            return None
+        plan = offline.tuning_plan(analysis, self.config.tune_variants, from_source(traj.reference))
+        traj.offline = plan.to_json()
+        if len(plan.proposals) < 2:
+            return None
+        described = [{"family": p.family, "params": p.params} for p in plan.proposals]
+        if traj.tuning.get("proposals") == described and traj.tuning.get("order"):
+            return [plan.proposals[i] for i in traj.tuning["order"]]
+        try:
+            result = self.evaluator.tune(traj.reference, [p.source for p in plan.proposals], traj.problem,
+                                         self.options)
+        except Exception as exc:  # the tuning pass only orders proposals: without it they keep the engine's order
+            log.warning("tuning pass failed, proposals keep the engine's order: %s", exc)
+            traj.tuning = {"error": str(exc)[:2000]}
+            return None
+        traj.tuning = {**result.to_json(), "proposals": described}
+        self.on_event({"kind": "tuning", "tuning": traj.tuning})
+        self._save(traj)
+        return [plan.proposals[i] for i in result.order()]
 
     def _judge_proposals(self, traj: Trajectory, ctx: Context, round_: Round, proposals: list[Any],
                          start: int = 0, until_faster: bool = False) -> None:

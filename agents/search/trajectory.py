@@ -60,6 +60,9 @@ class Trajectory:
     strategies_used: list[dict[str, Any]] = field(default_factory=list)
     # the offline engine's plan (agents.offline.Plan.to_json): the family it used, or why it had none
     offline: dict[str, Any] = field(default_factory=dict)
+    # the tuning pass before the offline round (sandbox.tuning.TuneResult.to_json, with each
+    # variant's family and parameters): what every variant measured, in what order they were judged
+    tuning: dict[str, Any] = field(default_factory=dict)
 
     def attempts(self) -> list[Attempt]:
         return [a for r in self.rounds for a in r.attempts]
@@ -126,4 +129,5 @@ class Trajectory:
             "stop_reason": self.stop_reason,
             "strategies_used": self.strategies_used,
             "offline": self.offline,
+            "tuning": self.tuning,
         }

@@ -50,6 +50,8 @@ def run_command(
     candidates_per_round: Annotated[int, typer.Option("--candidates-per-round")] = 2,
     max_repairs: Annotated[int, typer.Option("--max-repairs")] = 2,
     offline_starters: Annotated[int, typer.Option("--offline-starters", help="Offline starter kernels judged first.")] = 4,
+    tune_variants: Annotated[int, typer.Option("--tune-variants", help="Backend cpu: engine variants timed by the "
+                                               "tuning pass before the fastest are judged (0: none).")] = 24,
     max_cost: Annotated[float | None, typer.Option("--max-cost", help="Dollar budget per search.")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget per search.")] = None,
     max_wall: Annotated[float | None, typer.Option("--max-wall", help="Wall-time budget per search, seconds.")] = None,
@@ -83,7 +85,8 @@ def run_command(
         fail(str(exc), as_json)
     config = SearchConfig(max_rounds=max_rounds, candidates_per_round=candidates_per_round, max_repairs=max_repairs,
                           max_cost_usd=max_cost, max_tokens=max_tokens, max_wall_s=max_wall,
-                          target_speedup=target_speedup, backend=backend, offline_starters=offline_starters)
+                          target_speedup=target_speedup, backend=backend, offline_starters=offline_starters,
+                          tune_variants=tune_variants)
     if fit_memory is not None and fit_memory <= 0:
         fail("--fit-memory takes a positive number of GB (e.g. --fit-memory 1)", as_json)
     out = out or Path("batch-runs") / re.sub(r"[^A-Za-z0-9._-]+", "-", f"{suite_root(suite).resolve().name}-{provider}"

@@ -42,6 +42,8 @@ def optimize_command(
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget.")] = None,
     max_wall: Annotated[float | None, typer.Option("--max-wall", help="Wall-time budget in seconds.")] = None,
     target_speedup: Annotated[float | None, typer.Option("--target-speedup")] = None,
+    tune_variants: Annotated[int, typer.Option("--tune-variants", help="Backend cpu: engine variants timed by the "
+                                               "tuning pass before the fastest are judged (0: none).")] = 24,
     backend: Annotated[str, typer.Option(help="auto | triton | cuda | cpu (auto: triton with a GPU, cpu without; "
                                               "cpu: C kernels, judged and timed on the CPU)")] = "auto",
     device: Annotated[str | None, typer.Option(help="auto | cpu | cuda")] = None,
@@ -56,7 +58,8 @@ def optimize_command(
         err.print(f"[bold]backend[/] {choice.backend} on {choice.device_name} — {choice.reason}")
         config = SearchConfig(max_rounds=max_rounds, candidates_per_round=candidates_per_round,
                               max_repairs=max_repairs, max_cost_usd=max_cost, max_tokens=max_tokens,
-                              max_wall_s=max_wall, target_speedup=target_speedup, backend=choice.backend)
+                              max_wall_s=max_wall, target_speedup=target_speedup, backend=choice.backend,
+                              tune_variants=tune_variants)
         options = eval_options(settings, choice.backend, device=choice.device, sandbox=sandbox)
         summary = run_optimize(problem, provider or settings.provider, model, base_url, config, options, out, resume,
                                quiet=False, choice=choice.to_dict())
@@ -115,6 +118,8 @@ def progress_printer():
             err.print(f"[bold]analysed[/] on {a.get('hardware')}: {top}")
             for s in event.get("strategies", []):
                 err.print(f"  strategy from {s.get('source', 'knowledge base')}: {s.get('title')}")
+        elif kind == "tuning":
+            err.print(tuning_line(event["tuning"]))
         elif kind == "round":
             err.print(f"[bold]round {event['index']}[/]: " + "; ".join(p.get("title", "") for p in event["plan"]))
         elif kind == "attempt":
@@ -126,6 +131,23 @@ def progress_printer():
         elif kind == "stop":
             err.print(f"[bold]stopped[/]: {event['reason']}")
     return on_event
+
+
+def tuning_line(tuning: dict[str, Any]) -> str:
+    """One line on the tuning pass: how many variants, how many timed, the fastest (an advisory
+    ranking: the judge's verdicts and speedups come after it)."""
+    counts, order = tuning.get("counts") or {}, tuning.get("order") or []
+    line = (f"[bold]tuned[/] {len(tuning.get('variants') or [])} variants in {tuning.get('elapsed_s', 0):.1f} s: "
+            f"{counts.get('timed', 0)} timed, {counts.get('wrong', 0)} wrong, "
+            f"{sum(v for k, v in counts.items() if k not in ('timed', 'wrong'))} not run")
+    proposals = tuning.get("proposals") or []
+    variants = {v["index"]: v for v in tuning.get("variants") or []}
+    if order and variants.get(order[0], {}).get("median_ms") is not None and order[0] < len(proposals):
+        first = proposals[order[0]]
+        line += f"; fastest {first['family']} {first['params']} {variants[order[0]]['median_ms']:.4f} ms"
+        if tuning.get("eager_ms"):
+            line += f" (eager {tuning['eager_ms']:.4f} ms in the same pass)"
+    return line
 
 
 def final_lines(summary: dict[str, Any]) -> list[str]:

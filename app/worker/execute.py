@@ -138,5 +138,5 @@ def _search(spec: OptimizeSpec, evaluator: Any, options: Any, job_id: str, lease
     lessons = learn(kb, traj, search.analysis, spec.backend, job_id, search.provider)
     persist(settings.db_url, job_id, lease, traj)
     summary = traj.summary()
-    return {**{k: summary[k] for k in ("best", "comparison", "label", "usage", "stop_reason", "elapsed_s", "offline")},
+    return {**{k: summary[k] for k in ("best", "comparison", "label", "usage", "stop_reason", "elapsed_s", "offline", "tuning")},
             "learned": lessons, "backend_choice": spec.backend_choice}

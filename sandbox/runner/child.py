@@ -1,6 +1,7 @@
 """The runner child's entry point: one job, handed to the code for its role
-(reference, build and candidate in harness.py, analyze in analyze.py), with a
-final "done" frame, or an "error" frame naming the phase that failed."""
+(reference, build and candidate in harness.py, analyze in analyze.py, tune in
+tune.py), with a final "done" frame, or an "error" frame naming the phase that
+failed."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from .analyze import run_analyze
 from .harness import Emit, run_build, run_candidate, run_reference
 from .loader import LoadError, describe
+from .tune import run_tune
 
 
 def run(job: dict[str, Any], emit: Emit) -> None:
@@ -19,6 +21,8 @@ def run(job: dict[str, Any], emit: Emit) -> None:
             run_build(job, emit)
         elif job["role"] == "analyze":
             run_analyze(job, emit)
+        elif job["role"] == "tune":
+            run_tune(job, emit)
         else:
             run_candidate(job, emit)
     except LoadError as exc:

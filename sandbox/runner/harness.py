@@ -13,6 +13,7 @@ import random
 import tempfile
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -213,19 +214,30 @@ def run_build(job: dict[str, Any], emit: Emit) -> None:
     """Compile the native sources the judge extracted (trusted code: only the
     compiler reads the untrusted text) and send each library's bytes back with
     the facts of what compiled (``native_inspect``: the judge's source policy
-    judges them); the judge stores both where candidates can only read them."""
+    judges them); the judge stores both where candidates can only read them.
+    Several sources (a tuning pass's variants) compile on every granted CPU."""
     work = tempfile.mkdtemp(prefix="native-")
-    for src in job["sources"]:
+
+    def one(src: dict[str, Any]) -> dict[str, Any]:
         try:
             path, facts = native.build_inspected(src["text"], src["lang"], src["name"], cache_dir=work,
                                                  key=src["key"])
             with open(path, "rb") as f:
                 data = f.read()
         except native.NativeError as exc:
-            emit({"kind": "build_error", "key": src["key"], "name": src["name"], "message": str(exc)})
-            continue
-        emit({"kind": "built", "key": src["key"], "lib": torch.frombuffer(bytearray(data), dtype=torch.uint8),
-              "facts": json.dumps(facts)})
+            return {"kind": "build_error", "key": src["key"], "name": src["name"], "message": str(exc)}
+        return {"kind": "built", "key": src["key"], "lib": torch.frombuffer(bytearray(data), dtype=torch.uint8),
+                "facts": json.dumps(facts)}
+
+    sources = job["sources"]
+    workers = max(1, min(len(sources), timing.granted_cpus()))
+    if workers == 1:
+        for src in sources:
+            emit(one(src))
+        return
+    with ThreadPoolExecutor(workers) as pool:  # the compilers are processes: threads only wait on them
+        for frame in pool.map(one, sources):
+            emit(frame)
 
 
 def run_candidate(job: dict[str, Any], emit: Emit) -> None:

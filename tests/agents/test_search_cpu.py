@@ -13,6 +13,7 @@ from agents.offline import OfflineEngine
 from agents.offline.engine import Plan, Proposal
 from agents.providers import make_provider
 from agents.search import Search, SearchConfig
+from agents.search.trajectory import Trajectory
 from sandbox import EvalOptions, Judge
 from tests.agents import scripted
 from tests.fakes.llm_server import FakeLLMServer, Reply
@@ -153,3 +154,35 @@ def test_a_slower_than_eager_pass_gets_a_speed_up_turn(judge):
     # the coder was asked for speed, with the judge's timing, not told it failed
     assert "not faster than eager PyTorch" in requests[3] and "vs eager" in requests[3]
     assert "did not pass the judge" not in requests[3]
+
+
+def test_the_offline_round_judges_the_tuning_pass_fastest_first(judge, tmp_path):
+    config = SearchConfig(max_rounds=0, offline_starters=2, offline_extra=0, backend="cpu", tune_variants=12)
+    path = tmp_path / "traj.json"
+    traj = Search(judge, EvalOptions(device="cpu", compile_baseline=False), config=config, offline=OfflineEngine(),
+                  trajectory_path=path).run(scripted.PROBLEM.read_text(), scripted.PROBLEM.name)
+    tuning = traj.tuning
+    assert len(tuning["variants"]) == len(tuning["proposals"]) >= 2 and tuning["counts"]["timed"] >= 2
+    judged = [a for a in traj.attempts() if a.source == "offline"]
+    wanted = [tuning["proposals"][i] for i in tuning["order"][:2]]
+    assert [a.strategy for a in judged] == [f"offline: {p['family']} {p['params']}" for p in wanted]
+    medians = [tuning["variants"][i]["median_ms"] for i in tuning["order"][:2]]
+    assert medians == sorted(medians)
+    assert traj.summary()["tuning"] == tuning
+
+    # A resumed search keeps the saved order (no second pass): the order is what the round was judged in.
+    saved = Trajectory.load(path)
+    saved.tuning["order"] = list(reversed(saved.tuning["order"]))
+    saved.rounds = []
+
+    class NoTuning:
+        def tune(self, *args, **kwargs):
+            raise AssertionError("tuned again on resume")
+
+        def __getattr__(self, name):
+            return getattr(judge, name)
+
+    again = Search(NoTuning(), EvalOptions(device="cpu", compile_baseline=False), config=config,
+                   offline=OfflineEngine()).run(scripted.PROBLEM.read_text(), scripted.PROBLEM.name, resume=saved)
+    first = saved.tuning["proposals"][saved.tuning["order"][0]]
+    assert again.attempts()[0].strategy == f"offline: {first['family']} {first['params']}"

@@ -47,6 +47,18 @@ def timing(speedup: float) -> dict[str, Any]:
             "speedup_vs_compile": {"value": speedup / 3, "low": speedup / 3.2, "high": speedup / 2.8}}
 
 
+# A tuning pass as sandbox.tuning.TuneResult.to_json writes it, with the search's proposals.
+TUNING = {"variants": [{"index": 0, "status": "timed", "median_ms": 0.61, "times_ms": [0.6, 0.61, 0.62], "detail": ""},
+                       {"index": 1, "status": "timed", "median_ms": 0.42, "times_ms": [0.41, 0.42, 0.43], "detail": ""},
+                       {"index": 2, "status": "wrong", "median_ms": None, "times_ms": [],
+                        "detail": "output 0: max abs diff 0.5"}],
+          "eager_ms": 2.5, "elapsed_s": 1.7, "build_s": 1.1, "label": "cpu: AMD EPYC 7B13, 2 thread(s)",
+          "counts": {"timed": 2, "wrong": 1, "error": 0, "policy": 0, "build": 0}, "order": [1, 0, 2],
+          "proposals": [{"family": "elementwise", "params": {"BLOCK": 16384}},
+                        {"family": "elementwise", "params": {"BLOCK": 4096}},
+                        {"family": "elementwise", "params": {"BLOCK": 2048}}]}
+
+
 LOSING = {"device": "cpu", "label": CPU_LABEL,
           "candidate": {"median_ms": 1.0, "q1_ms": 0.98, "q3_ms": 1.02, "reps": 30},
           "baseline_eager": {"median_ms": 0.87, "q1_ms": 0.86, "q3_ms": 0.88, "reps": 30},
@@ -63,7 +75,7 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         alice, token = create_token(s, "alice")
         job = Job(owner_id=alice.id, problem_name="gelu_sigmoid_fusion", reference="class Model: pass\n",
                   backend="cpu", status="succeeded", queue="cpu", config={"max_rounds": 1, "device": "cpu"},
-                  best_attempt_id="r1-c0", best_speedup=10.3)
+                  best_attempt_id="r1-c0", best_speedup=10.3, result={"tuning": TUNING})
         s.add(job)
         # A kernel slower than eager, with torch.compile fastest of the three (recorded judge timing).
         losing = Job(owner_id=alice.id, problem_name="relu_scale_losing", reference="class Model: pass\n",
@@ -118,6 +130,11 @@ def test_cpu_numbers_are_shown_and_labelled_as_cpu(browser, site):
         caption = page.inner_text("#timing-caption")
         assert "CPU timing" in caption and "AMD EPYC 7B13, 2 threads" in caption and "not GPU speed" in caption
         assert "no GPU timing" not in page.inner_text("main")
+        # the tuning pass: how many variants, the fastest first, the wrong one last with why
+        tuning = page.inner_text("#tuning")
+        assert "3 variants in 1.7 s: 2 timed, 1 wrong; eager 2.5000 ms" in tuning, tuning
+        rows = page.eval_on_selector_all("#tuning tbody tr", "rs => rs.map(r => r.cells[0].innerText)")
+        assert rows == ["1", "0", "2"] and "max abs diff 0.5" in tuning
         shot(page, "job_cpu.png")
 
         page.goto(f"{url}/batch/kernelbench-cpu")

@@ -1,0 +1,110 @@
+"""A tuning pass inside a runner child: many variants of one proposal timed side by side.
+
+Advisory: it ranks variants and decides nothing. The reference is built once
+and run on one input set; each variant (a candidate file whose native sources
+the judge built) is built with the reference's weights and run on that set,
+and one whose output is not within the judge's tolerances is not timed. Every
+right variant, and eager, are then timed set by set on fresh input sets
+(``timing.time_cpu_parties``: the cache flushed before each call, each output
+dropped before the next call), within a time budget. The full judge then
+judges the fastest few from scratch, in its own jobs, with every check.
+
+The variants share this process (one import, one warm runner child): a variant
+could disturb another's timing, which can only misorder the ranking, never
+pass a kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import guards, native, timed, timing
+from .harness import Emit, build, seed_all, snapshot_outputs
+from .loader import LoadError, describe, load_module
+
+MIN_TUNE_SETS = 2
+TUNE_WARMUP_CALLS = 1
+
+
+def _close(got: list[Any], want: list[Any], tolerances: dict[str, list[float]],
+           override: list[float] | None) -> str:
+    """'' when every output matches within the judge's tolerances, else why not."""
+    if len(got) != len(want):
+        return f"{len(got)} outputs, the reference returns {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        if not (isinstance(g, torch.Tensor) and isinstance(w, torch.Tensor)):
+            continue
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return f"output {k}: {g.dtype}{list(g.shape)}, the reference's is {w.dtype}{list(w.shape)}"
+        atol, rtol = (override if override and w.dtype.is_floating_point else
+                      tolerances.get(str(w.dtype).removeprefix("torch."), [1e-2, 1e-2] if w.dtype.is_floating_point
+                                     else [0.0, 0.0]))
+        if not torch.allclose(g, w, atol=atol, rtol=rtol, equal_nan=True):
+            diff = (g.double() - w.double()).abs().nan_to_num(float("inf")).max().item()
+            return f"output {k}: max abs diff {diff:.3g} (atol {atol:g}, rtol {rtol:g})"
+    return ""
+
+
+def run_tune(job: dict[str, Any], emit: Emit) -> None:
+    timing.grant_threads(job.get("threads"))
+    native.prebuilt = dict(job.get("native_prebuilt") or {})
+    launches = guards.LaunchCounter()  # as around every candidate's native calls in the judge
+    launches.install()
+    reference = load_module(job["source"], job["filename"], "kforge_reference")
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(reference, name):
+            raise LoadError(f"{job['filename']}: defines no `{name}`")
+    reference.__dict__.update(job.get("defaults") or {})  # the sizes the judge named, at their literal values
+    seed = int(job.get("seed", 0))
+    seed_all(seed)
+    init_inputs = list(reference.get_init_inputs())
+    trial = {"seed": seed, "init_inputs": init_inputs}
+    model = build(reference, "Model", trial, "cpu")
+    trial["state_dict"] = model.state_dict()
+    sets: list[list[Any]] = []
+    wanted = max(MIN_TUNE_SETS, int(job.get("sets", MIN_TUNE_SETS)))
+    for s in range(wanted):
+        seed_all(seed + 1 + s)
+        sets.append(list(reference.get_inputs()))
+        if s == 0:
+            with torch.no_grad():
+                expected = snapshot_outputs(model(*sets[0]))[1]
+            cap = timed.TIMING_BYTES // max(1, timed.nbytes(sets[0]) + timed.nbytes(expected))
+            wanted = max(MIN_TUNE_SETS, min(wanted, cap))
+    parties: list[tuple[str, Any]] = [("eager", model)]
+    for variant in job["variants"]:
+        index, filename = variant["index"], variant["filename"]
+        frame: dict[str, Any] = {"kind": "variant", "index": index}
+        try:
+            module = load_module(variant["source"], filename, f"kforge_variant_{index}")
+            candidate = build(module, "ModelNew", trial, "cpu")
+            t0 = timing._perf_ns()
+            with torch.no_grad():
+                out = candidate(*sets[0])
+            frame["first_call_ms"] = (timing._perf_ns() - t0) / 1e6
+            wrong = _close(snapshot_outputs(out)[1], expected, job.get("tolerances") or {}, job.get("tolerance"))
+            del out
+        except Exception as exc:  # LoadError included: one variant's failure is its own
+            frame.update(status="error", detail=describe(exc, filename))
+            emit(frame)
+            continue
+        if wrong:
+            frame.update(status="wrong", detail=wrong)
+        else:
+            frame["status"] = "right"
+            parties.append((str(index), candidate))
+        emit(frame)
+    timed_parties = [timed.Party(m, sets, label, sets[0], lambda: None) for label, m in parties]
+    for p in timed_parties[1:]:  # one set of input buffers: each call loads its set into them first
+        p.buffers = timed_parties[0].buffers
+    loops = [timing.Loop(len(sets), timed.load_set(p.load, p.sets), p.check, p.warm) for p in timed_parties]
+    flush = timing.CacheFlush()
+    with torch.no_grad():
+        times = timing.time_cpu_parties([(p.call, loop) for p, loop in zip(timed_parties, loops)],
+                                        float(job.get("budget_s", 5.0)), flush, TUNE_WARMUP_CALLS)
+    for (label, _), got in zip(parties, times):
+        emit({"kind": "tuned", "name": label, "times_ms": got})
+    emit({"kind": "tune_meta", "cpu_model": timing.cpu_model(), "threads": torch.get_num_threads(),
+          "sets": len(sets), "launches": launches.count})

@@ -1,0 +1,69 @@
+"""The judge's tuning pass (sandbox/tuning.py, runner/tune.py): many variants of one proposal
+timed in one warm job, ranked fastest first. Real judge, real builds, the bundled relu-scale
+problem. Nothing here asserts a speed: which variant is fastest is the machine's business;
+what is asserted is that every variant gets the status it earns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.offline import OfflineEngine
+from agents.offline.signature import from_source
+from sandbox import EvalOptions, Judge, ProblemError
+from sandbox.tuning import TuneResult
+from tests.agents.test_search_cpu import GOOD_C
+
+PROBLEM = Path(__file__).resolve().parents[2] / "problems" / "level1" / "1_relu_scale.py"
+WRONG_C = GOOD_C.replace("* s;\n", "* (s + 1.0f);\n")
+POLICY_C = "import subprocess\n" + GOOD_C
+TORCH_ONLY = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    def __init__(self, scale):\n" \
+             "        super().__init__()\n        self.scale = scale\n\n    def forward(self, x):\n" \
+             "        return torch.relu(x) * self.scale\n"
+BROKEN_C = GOOD_C.replace("* s;\n", "* s\n")
+assert WRONG_C != GOOD_C and BROKEN_C != GOOD_C
+
+
+@pytest.fixture(scope="module")
+def tuned() -> tuple[list[str], TuneResult]:
+    reference = PROBLEM.read_text()
+    with Judge(warm=True) as judge:
+        options = EvalOptions(device="cpu")
+        analysis = judge.analyze(reference, PROBLEM.name, options)
+        plan = OfflineEngine("cpu").tuning_plan(analysis, 24, from_source(reference))
+        variants = [p.source for p in plan.proposals] + [WRONG_C, POLICY_C, TORCH_ONLY, BROKEN_C]
+        return variants, judge.tune(reference, variants, PROBLEM.name, options)
+
+
+def test_twenty_engine_variants_are_timed_and_ranked_fastest_first(tuned):
+    variants, result = tuned
+    engine = result.variants[:len(variants) - 4]
+    assert len(engine) >= 20, "the wider space gives the tuning pass at least 20 variants here"
+    assert all(v.status == "timed" and v.median_ms and len(v.times_ms) >= 2 for v in engine), \
+        [(v.index, v.status, v.detail) for v in engine if v.status != "timed"]
+    order = result.order()
+    timed = [result.variants[i] for i in order if result.variants[i].status == "timed"]
+    assert [v.median_ms for v in timed] == sorted(v.median_ms for v in timed)
+    assert order[:len(timed)] == [v.index for v in timed] and sorted(order) == list(range(len(variants)))
+    assert result.eager_ms and result.eager_ms > 0
+    assert "advisory ranking" in result.label and "thread" in result.label
+
+
+def test_wrong_refused_non_native_and_unbuildable_variants_are_not_timed(tuned):
+    variants, result = tuned
+    wrong, refused, torch_only, broken = result.variants[len(variants) - 4:]
+    assert wrong.status == "wrong" and "max abs diff" in wrong.detail, wrong
+    assert refused.status == "policy" and "subprocess" in refused.detail, refused
+    assert torch_only.status == "error" and "no native sources" in torch_only.detail, torch_only
+    assert broken.status == "build", broken
+    assert result.order()[-4:] == [w.index for w in (wrong, refused, torch_only, broken)]
+    doc = result.to_json()
+    assert doc["counts"]["timed"] == len(variants) - 4 and doc["counts"]["wrong"] == 1
+    assert doc["order"] == result.order() and len(doc["variants"]) == len(variants)
+
+
+def test_tuning_is_for_native_cpu_kernels():
+    # refused before any job runs: with a GPU, because tuning times CPU kernels; here, for want of one
+    with Judge(warm=False) as judge, pytest.raises(ProblemError):
+        judge.tune(PROBLEM.read_text(), [GOOD_C], PROBLEM.name, EvalOptions(device="cuda"))
