@@ -18,7 +18,7 @@ from app.db.models import Candidate, Job
 from app.db.session import engine_for
 from app.deps import settings as settings_dep
 from app.jobs.listing import Filters
-from app.settings import Settings
+from app.settings import PROVIDERS, Settings
 from app.web.batch_runs import batch_dir
 from app.web.chart import best_speedup_chart
 from app.web.diff import side_by_side
@@ -138,6 +138,9 @@ def test_form_posts_need_the_csrf_field_with_the_cookie(site):
     assert r.status_code == 422 and "exactly one of" in r.text  # past CSRF, refused by validation
     r = c.post("/submit", data={"reference": "class Model(:\n", "csrf": csrf_token(site["alice"])})
     assert r.status_code == 422 and "reference.py:1" in r.text and "class Model(:" in r.text  # the form is kept
+    # the provider choices are the settings' one list (PROVIDERS), not a copy in the template
+    select = re.search(r'<select name="provider">(.*?)</select>', r.text, re.S)
+    assert select and re.findall(r"<option[^>]*>([^<]+)</option>", select.group(1)) == list(PROVIDERS)
     c.cookies.clear()
     # A bearer header cannot be forged by another site: no CSRF field needed (and none accepted instead of it).
     r = c.post("/submit", data={"problem": "../../etc/passwd"}, headers=bearer(site["alice"]))

@@ -16,6 +16,7 @@ from ...jobs import create as svc
 from ...jobs.broker import enqueue_after_commit
 from ...jobs.metrics import JOBS_SUBMITTED
 from ...schemas import JobCreate
+from ...settings import PROVIDERS
 from ..deps import FormData, WebSession, WebUser
 from ..page_route import PageRoute
 from ..render import render
@@ -55,7 +56,8 @@ def spec_from(form: dict[str, str]) -> dict[str, Any]:
 
 
 def submit_page(request: Request, user: Any, form: dict[str, str], errors: list[str], status_code: int = 200) -> Response:
-    page = {"form": {**DEFAULTS, **form}, "errors": errors, "problems": bundled_problems(), "backends": CHOICES}
+    page = {"form": {**DEFAULTS, **form}, "errors": errors, "problems": bundled_problems(), "backends": CHOICES,
+            "providers": PROVIDERS}
     return render(request, "submit.html", page, user=user, status_code=status_code, active="submit")
 
 
