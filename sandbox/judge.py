@@ -195,13 +195,16 @@ class Judge:
         return k, baseline_cache.lookup(k)
 
     def analyze(self, reference: str, reference_name: str = "reference.py",
-                options: EvalOptions | None = None) -> dict[str, Any]:
+                options: EvalOptions | None = None, shapes_only: bool = False) -> dict[str, Any]:
         """The reference's fx graph, parameters, input/output shapes and a
-        profile of its ops ranked by share of time -- computed in the sandbox."""
+        profile of its ops ranked by share of time -- computed in the sandbox.
+        ``shapes_only``: one call's input and output shapes alone, on the meta
+        device where the reference runs there (``runner/analyze.shapes``)."""
         options = options or EvalOptions()
         device = resolve_device(options.device)
         load_problem(reference_name, reference)
-        job = {"role": "analyze", "source": reference, "filename": reference_name, "device": device}
+        job = {"role": "analyze", "source": reference, "filename": reference_name, "device": device,
+               "shapes_only": shapes_only}
         try:
             return {"device": device, **analysis_of(self._run(options, device, job), reference_name)}
         except SandboxError as exc:

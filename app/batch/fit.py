@@ -221,7 +221,7 @@ def fit_suite(out: Path, problems: list[SuiteProblem], budget_gb: float | None, 
             folder = out / "problems" / p.id
             try:
                 fit = _cached(folder, budget_gb) or _store(folder, fit_problem(
-                    p.path, budget_gb, lambda src, name: judge.analyze(src, name, options)))
+                    p.path, budget_gb, lambda src, name: judge.analyze(src, name, options, shapes_only=True)))
             except (FitError, ProblemError) as exc:
                 result[p.id] = str(exc)
                 continue

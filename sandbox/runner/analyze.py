@@ -100,12 +100,40 @@ def profile(fn: Callable[[], Any], device: str) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: -r["self_us"])[:20]
 
 
+def shapes(module: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """Only the shapes and dtypes of one call's inputs and outputs (what ``--fit-memory``
+    measures): on the meta device, where ops compute shapes and no data (a full-size
+    KernelBench call can take a minute on a CPU); where the reference does not run there
+    (an op without a meta kernel, data-dependent sizes, a tensor made on a named device),
+    one real call, without the graph and the profile."""
+    seed = job.get("seed", 0)
+    for device in ("meta", job["device"]):
+        try:
+            with torch.device(device), torch.no_grad():
+                seed_all(seed)
+                init_inputs = list(module.get_init_inputs())
+                model = getattr(module, "Model")(*init_inputs)
+                seed_all(seed + 1)
+                inputs = list(module.get_inputs())
+                out = model(*to_device(inputs, device))
+        except Exception:
+            if device != "meta":
+                raise
+            continue
+        return {"init_inputs": [_meta(v) for v in init_inputs], "inputs": [_meta(v) for v in inputs],
+                "outputs": _meta(list(out) if isinstance(out, (tuple, list)) else [out]), "shapes_on": device}
+    raise AssertionError("unreachable")
+
+
 def run_analyze(job: dict[str, Any], emit: Any) -> None:
     device = job["device"]
     module = load_module(job["source"], job["filename"], "kforge_reference")
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
             raise LoadError(f"{job['filename']}: defines no `{name}`")
+    if job.get("shapes_only"):
+        emit({"kind": "analysis", **shapes(module, job)})
+        return
     seed_all(job.get("seed", 0))
     init_inputs = list(module.get_init_inputs())
     model = build(module, "Model", {"seed": job.get("seed", 0), "init_inputs": init_inputs}, device)

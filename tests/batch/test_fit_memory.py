@@ -30,7 +30,40 @@ def judge():
 
 
 def analyze(judge):
-    return lambda source, name: judge.analyze(source, name, CPU)
+    return lambda source, name: judge.analyze(source, name, CPU, shapes_only=True)
+
+
+DATA_DEPENDENT = """import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x[: int(x.abs().sum().item()) % 7 + 3] * 2  # a size read off the data: no meta kernel knows it
+
+
+def get_inputs():
+    return [torch.randn(64, 5)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_shapes_only_measures_what_the_full_analysis_does_without_running_the_data(judge):
+    for path in (ROOT / "problems" / "level1" / "23_conv1d.py", ROOT / "problems" / "level2" / "1_linear_bias_relu.py",
+                 RELU):
+        source = path.read_text()
+        quick = judge.analyze(source, path.name, CPU, shapes_only=True)
+        assert quick["shapes_on"] == "meta" and "profile" not in quick
+        if path != RELU:  # 6.4 GB per call: the full analysis would run it
+            full = judge.analyze(source, path.name, CPU)
+            assert (quick["inputs"], quick["outputs"]) == (full["inputs"], full["outputs"])
+    assert F.measured_bytes(judge.analyze(RELU.read_text(), RELU.name, CPU, shapes_only=True)) == 2 * 4096 * 393216 * 4
+    # Data-dependent sizes do not run on the meta device: one real call measures them.
+    real = judge.analyze(DATA_DEPENDENT, "dd.py", CPU, shapes_only=True)
+    assert real["shapes_on"] == "cpu" and real["inputs"][0]["shape"] == [64, 5]
+    assert 3 <= real["outputs"][0]["shape"][0] <= 9
 
 
 def test_scale_is_proportional_keeps_powers_of_two_and_a_floor():
