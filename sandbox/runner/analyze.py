@@ -112,7 +112,7 @@ def shapes(module: Any, job: dict[str, Any]) -> dict[str, Any]:
             with torch.device(device), torch.no_grad():
                 seed_all(seed)
                 init_inputs = list(module.get_init_inputs())
-                model = getattr(module, "Model")(*init_inputs)
+                model = module.Model(*init_inputs)
                 seed_all(seed + 1)
                 inputs = list(module.get_inputs())
                 out = model(*to_device(inputs, device))
