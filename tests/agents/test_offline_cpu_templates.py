@@ -110,6 +110,11 @@ CASES: dict[str, tuple[str, str]] = {
     "matmul_transposed_b_long_k": ("matmul", ref(fn("torch.relu(a @ b.t())", "a, b"),
                                                  "[torch.randn(13, 1000), torch.randn(29, 1000)]")),
     "matvec": ("matmul", ref(fn("torch.mv(a, v) * 2.0", "a, v"), "[torch.randn(45, 301), torch.randn(301)]")),
+    # one output column (KernelBench's matrix-vector problem): the BLAS rank's streaming row dot product
+    "matmul_one_column": ("matmul", ref(fn("torch.matmul(a, b) + 1.0", "a, b"),
+                                        "[torch.randn(37, 2001), torch.randn(2001, 1)]")),
+    "matmul_one_column_transposed": ("matmul", ref(fn("torch.relu(a @ v.t())", "a, v"),
+                                                   "[torch.randn(19, 501), torch.randn(1, 501)]")),
 }
 
 

@@ -10,7 +10,9 @@ Transposed operands are read through their strides, never copied. A vector on
 the right (torch.mv) is a row-parallel dot product instead.
 
 The ``blas`` variant hands the product to OpenBLAS (``cblas_sgemm``, its
-OpenMP build: the judge's threads) and applies the epilogue in one parallel
+OpenMP build: the judge's threads; a single output column is a streaming row
+dot product in double instead: sgemm would pack, and sgemv's float sums drift
+past the tolerance over long rows) and applies the epilogue in one parallel
 pass over the output; the search times it beside our own kernel and keeps
 whichever is faster for the shape.
 """
@@ -99,10 +101,25 @@ BLAS_GEMM = '''/* out = {what}: the product by OpenBLAS, with a: (batch, M, K) a
    stride lda, transposed if ta; b: (batch, K, N) likewise (sbb, ldb, tb); then the epilogue.
 {docs}*/
 void fused_matmul({params}) {{
-    for (int64_t bt = 0; bt < batch; bt++)
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    (blasint)M, (blasint)N, (blasint)K, 1.0f, a + bt * sab, (blasint)lda, b + bt * sbb,
-                    (blasint)ldb, 0.0f, out + bt * M * N, (blasint)N);
+    for (int64_t bt = 0; bt < batch; bt++) {{
+        if (N == 1 && !ta && (tb || ldb == 1)) {{
+            /* a matrix times a column: one streaming pass over a's rows, double sums, no packing */
+            const float* ab = a + bt * sab;
+            const float* x = b + bt * sbb;
+            float* y = out + bt * M;
+            #pragma omp parallel for schedule(static) if(M * K >= KF_PAR_MIN)
+            for (int64_t i = 0; i < M; i++) {{
+                const float* ar = ab + i * lda;
+                float s = 0.0f;
+                #pragma omp simd reduction(+:s)
+                for (int64_t k = 0; k < K; k++) s += ar[k] * x[k];
+                y[i] = s;
+            }}
+        }} else
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                        (blasint)M, (blasint)N, (blasint)K, 1.0f, a + bt * sab, (blasint)lda, b + bt * sbb,
+                        (blasint)ldb, 0.0f, out + bt * M * N, (blasint)N);
+    }}
 {epilogue_pass}}}'''
 
 EPILOGUE_PASS = '''    #pragma omp parallel for {schedule} if(batch * M * N >= KF_PAR_MIN)
