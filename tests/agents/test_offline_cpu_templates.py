@@ -115,6 +115,11 @@ CASES: dict[str, tuple[str, str]] = {
                                         "[torch.randn(37, 2001), torch.randn(2001, 1)]")),
     "matmul_one_column_transposed": ("matmul", ref(fn("torch.relu(a @ v.t())", "a, v"),
                                                    "[torch.randn(19, 501), torch.randn(1, 501)]")),
+    # a small output over a long K (KernelBench's large-K product): the BLAS rank splits K
+    "matmul_long_k_split": ("matmul", ref(fn("torch.matmul(a, b) * 0.5", "a, b"),
+                                          "[torch.randn(9, 3001), torch.randn(3001, 7)]")),
+    "matmul_long_k_split_transposed": ("matmul", ref(fn("a.t() @ b.t()", "a, b"),
+                                                     "[torch.randn(2999, 11), torch.randn(5, 2999)]")),
 }
 
 

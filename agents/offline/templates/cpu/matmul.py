@@ -11,8 +11,8 @@ the right (torch.mv) is a row-parallel dot product instead.
 
 The ``blas`` variant hands the product to OpenBLAS (``cblas_sgemm``, its
 OpenMP build: the judge's threads; a single output column is a streaming row
-dot product in double instead: sgemm would pack, and sgemv's float sums drift
-past the tolerance over long rows) and applies the epilogue in one parallel
+dot product instead: sgemm would pack it; a small output over a long K is split
+along K, one slice per thread) and applies the epilogue in one parallel
 pass over the output; the search times it beside our own kernel and keeps
 whichever is faster for the shape.
 """
@@ -103,7 +103,7 @@ BLAS_GEMM = '''/* out = {what}: the product by OpenBLAS, with a: (batch, M, K) a
 void fused_matmul({params}) {{
     for (int64_t bt = 0; bt < batch; bt++) {{
         if (N == 1 && !ta && (tb || ldb == 1)) {{
-            /* a matrix times a column: one streaming pass over a's rows, double sums, no packing */
+            /* a matrix times a column: one streaming pass over a's rows (float lane sums), no packing */
             const float* ab = a + bt * sab;
             const float* x = b + bt * sbb;
             float* y = out + bt * M;
@@ -115,12 +115,45 @@ void fused_matmul({params}) {{
                 for (int64_t k = 0; k < K; k++) s += ar[k] * x[k];
                 y[i] = s;
             }}
+        }} else if (M * N <= SPLIT_K_MAX_OUT && K >= SPLIT_K_MIN_RATIO * (M > N ? M : N)
+                   && omp_get_max_threads() > 1) {{
+            /* a small output over a long K: OpenBLAS would split M or N, which leaves threads idle;
+               each thread multiplies one K-slice into its own partial product, summed after */
+            const int64_t T = omp_get_max_threads();
+            int64_t used = 1;
+            float* part = (float*)malloc((size_t)(T * M * N) * sizeof(float));
+            if (!part) return;
+            #pragma omp parallel
+            {{
+                const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+                const int64_t k0 = K * t / nt, k1 = K * (t + 1) / nt;
+                if (t == 0) used = nt;
+                cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                            (blasint)M, (blasint)N, (blasint)(k1 - k0), 1.0f,
+                            a + bt * sab + (ta ? k0 * lda : k0), (blasint)lda,
+                            b + bt * sbb + (tb ? k0 : k0 * ldb), (blasint)ldb, 0.0f, part + t * M * N, (blasint)N);
+            }}
+            float* o = out + bt * M * N;
+            for (int64_t e = 0; e < M * N; e++) {{
+                float s = 0.0f;
+                for (int64_t t = 0; t < used; t++) s += part[t * M * N + e];
+                o[e] = s;
+            }}
+            free(part);
         }} else
             cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                         (blasint)M, (blasint)N, (blasint)K, 1.0f, a + bt * sab, (blasint)lda, b + bt * sbb,
                         (blasint)ldb, 0.0f, out + bt * M * N, (blasint)N);
     }}
 {epilogue_pass}}}'''
+
+# Split-K in the BLAS rank: an output of at most this many elements, K at least this many
+# times its longer side (KernelBench's 27 x 27 x 52429 product ran on one of two threads).
+SPLIT_K = """#include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
+#define SPLIT_K_MAX_OUT 65536
+#define SPLIT_K_MIN_RATIO 16"""
 
 EPILOGUE_PASS = '''    #pragma omp parallel for {schedule} if(batch * M * N >= KF_PAR_MIN)
     for (int64_t r = 0; r < batch * M; r++) {{
@@ -194,7 +227,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
         kernel = BLAS_GEMM.format(what=what, docs="\n".join(docs) + ("\n" if docs else ""),
                                   params=", ".join(c_params), epilogue_pass=epilogue_pass)
         c_fns = [f"void fused_matmul({', '.join(c_params)})"]
-        c_source = "\n\n".join([prelude(helper_names(kernel)), "#include <cblas.h>", INLINE, kernel])
+        c_source = "\n\n".join([prelude(helper_names(kernel)), SPLIT_K, INLINE, kernel])
     else:
         c_params = ["const float* a", "const float* bp", *leaf_params, "float* out", "int64_t batch", "int64_t M",
                     "int64_t N", "int64_t K", "int64_t sab", "int64_t sam", "int64_t sak", "int64_t sbpb",
