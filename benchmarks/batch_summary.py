@@ -35,6 +35,17 @@ def attempts(out: Path) -> list[dict[str, Any]]:
     return found
 
 
+def tuning_passes(out: Path) -> list[dict[str, Any]]:
+    """Every search's tuning pass (backend cpu): variants, how many were timed, seconds."""
+    found = []
+    for path in sorted(out.glob("problems/*/*/s*/trajectory.json")):
+        tuning = json.loads(path.read_text()).get("tuning") or {}
+        if tuning.get("variants"):
+            found.append({"variants": len(tuning["variants"]), "timed": (tuning.get("counts") or {}).get("timed", 0),
+                          "elapsed_s": tuning.get("elapsed_s", 0.0)})
+    return found
+
+
 def family(strategy: str) -> str:
     """The engine family a strategy names ("offline: conv {...}" -> conv)."""
     words = strategy.replace("offline:", "").split()
@@ -71,7 +82,13 @@ def summary(out: Path) -> dict[str, Any]:
                   for f, ps in sorted(fam.items())}
     times = [a["elapsed_s"] for a in tried if isinstance(a.get("elapsed_s"), (int, float))]
     failures = [a for a in tried if a["verdict"] != "pass"]
-    return {"run": report.get("run"), "levels": per_level, "families": per_family, "problems": problems,
+    passes = tuning_passes(out)
+    return {"tuning": {"passes": len(passes),
+                       "variants_median": statistics.median(p["variants"] for p in passes) if passes else None,
+                       "timed_median": statistics.median(p["timed"] for p in passes) if passes else None,
+                       "seconds_median": statistics.median(p["elapsed_s"] for p in passes) if passes else None,
+                       "seconds_max": max(p["elapsed_s"] for p in passes) if passes else None},
+            "run": report.get("run"), "levels": per_level, "families": per_family, "problems": problems,
             "candidates": len(tried), "candidates_failed": failures,
             "judge_s_per_candidate": {"median": statistics.median(times) if times else None,
                                       "max": max(times) if times else None}}
@@ -101,6 +118,10 @@ def markdown(s: dict[str, Any]) -> str:
               + "".join(f"\n- {a['problem']} {a['id']}: {', '.join(a['failed'])}" for a in s["candidates_failed"]),
               "", f"Judge time per candidate: median {j['median']:.1f} s, max {j['max']:.1f} s"
               if j["median"] is not None else ""]
+    t = s["tuning"]
+    if t["passes"]:
+        lines += ["", f"Tuning passes: {t['passes']}, median {t['variants_median']:g} variants "
+                      f"({t['timed_median']:g} timed) in {t['seconds_median']:.1f} s, max {t['seconds_max']:.1f} s"]
     return "\n".join(lines)
 
 
