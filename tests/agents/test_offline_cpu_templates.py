@@ -34,6 +34,9 @@ ODD = "[torch.randn(3, 37, 19)]"
 CASES: dict[str, tuple[str, str]] = {
     # elementwise: flat walk, then the row walk with broadcast operands
     "gelu_erf_sigmoid": ("elementwise", ref(fn("F.gelu(x) * torch.sigmoid(x) + 0.5 * x"), ODD)),
+    # softplus through the vectorisable kf_log: both sides of the threshold, far tails, a beta
+    "softplus_beta_threshold": ("elementwise", ref(fn("F.softplus(x, beta=2.0, threshold=5.0) + F.softplus(x)"),
+                                                   "[torch.randn(4099) * 12]")),
     "gelu_tanh_softplus_mish": ("elementwise", ref(fn("F.gelu(x, approximate='tanh') - F.softplus(x * 8.0) "
                                                       "+ F.mish(x) * F.selu(x)"), "[torch.randn(1001) * 4]")),
     "big_values_exp_tanh": ("elementwise", ref(fn("torch.tanh(x * 30.0) + torch.exp(x).clamp(max=3e5)"),

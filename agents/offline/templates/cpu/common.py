@@ -67,7 +67,7 @@ def require_float32(*dtypes: str | None) -> None:
 
 def helper_names(code: str) -> set[str]:
     """The mathlib helpers a piece of generated C calls."""
-    return {n for n in ("kf_exp", "kf_sigmoid", "kf_tanh", "kf_erf", "kf_softplus") if n + "(" in code}
+    return {n for n in ("kf_exp", "kf_log", "kf_sigmoid", "kf_tanh", "kf_erf", "kf_softplus") if n + "(" in code}
 
 
 @dataclass
