@@ -34,6 +34,10 @@ ODD = "[torch.randn(3, 37, 19)]"
 CASES: dict[str, tuple[str, str]] = {
     # elementwise: flat walk, then the row walk with broadcast operands
     "gelu_erf_sigmoid": ("elementwise", ref(fn("F.gelu(x) * torch.sigmoid(x) + 0.5 * x"), ODD)),
+    # elu / selu's positive fast path: all-positive runs (no exp), mixed runs, a second input, a tail
+    "elu_selu_positive_runs": ("elementwise", ref(fn("F.elu(x, 0.7) + F.selu(x) * y", "x, y"),
+                                                  "[torch.cat([torch.rand(3000), torch.randn(1003)]), "
+                                                  "torch.randn(4003)]")),
     # softplus through the vectorisable kf_log: both sides of the threshold, far tails, a beta
     "softplus_beta_threshold": ("elementwise", ref(fn("F.softplus(x, beta=2.0, threshold=5.0) + F.softplus(x)"),
                                                    "[torch.randn(4099) * 12]")),
@@ -147,6 +151,13 @@ def test_each_family_offers_its_whole_parameter_space() -> None:
         assert len(space) >= 4 and space == families_for("cpu")[family].PARAM_SPACE
     source = CASES["gelu_erf_sigmoid"][1]
     assert [p.params for p in cpu_proposals(source)] == engine.autotune_space("elementwise")
+
+
+def test_elu_takes_its_positive_form_on_an_all_positive_run() -> None:
+    source = cpu_proposals(CASES["elu_selu_positive_runs"][1])[0].source
+    assert "rest |= !(v_x_p[i] > 0.0f)" in source and "kf_exp" in source
+    fast = source.split("if (!rest) {")[1].split("} else {")[0]
+    assert "kf_exp" not in fast, "the positive form of elu / selu needs no exp"
 
 
 def test_matmul_uses_packing_and_a_register_tiled_micro_kernel() -> None:

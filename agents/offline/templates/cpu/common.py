@@ -34,6 +34,10 @@ _UNARY = {
     "maximum": "kf_max({0}, {1})", "minimum": "kf_min({0}, {1})",
 }
 _PASS_THROUGH = {"identity", "cast", "view"}
+# Ops that are a cheap expression of their first argument where it is > 0 (their costly
+# branch, exp, is for the rest): the elementwise template's positive fast path
+# (``CWriter.positive``) writes these when a block of that argument is all positive.
+POSITIVE_FORMS = {"elu": "{0}", "selu": "1.0507009873554805f * {0}"}
 # small helpers the generated expressions use besides mathlib's
 INLINE = '''static inline float kf_max(float a, float b) { return (a != a || a > b) ? a : b; }
 static inline float kf_min(float a, float b) { return (a != a || a < b) ? a : b; }
@@ -84,6 +88,9 @@ class CWriter:
     reserved: set[str] = field(default_factory=set)
     lines: list[str] = field(default_factory=list)
     scalars: dict[str, str] = field(default_factory=dict)
+    # C variables known to be > 0 here: an op of POSITIVE_FORMS on one of them is written
+    # in its positive form (the caller checked the block)
+    positive: set[str] = field(default_factory=set)
 
     def name_for(self, e: Expr) -> str:
         base = "v_" + "".join(ch if ch.isalnum() else "_" for ch in (e.name or "v"))
@@ -141,6 +148,8 @@ class CWriter:
             return out
         if op == "pow":
             return _pow(args[0], float(e.args[1].value))
+        if op in POSITIVE_FORMS and args[0] in self.positive:
+            return POSITIVE_FORMS[op].format(*args)
         return _UNARY[op].format(*args)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from ...ir import Expr
 from ..common import broadcast_block
 from ..elementwise import formula
-from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
+from .common import INLINE, POSITIVE_FORMS, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 
 PARAM_SPACE: list[dict[str, Any]] = [
@@ -42,6 +42,60 @@ def _kinds(leaves: list[Expr], out_shape: tuple[int, ...]) -> dict[int, tuple[st
         else:
             out[id(leaf)] = ("per_row", hi)
     return out
+
+
+# The positive fast path: runs of this many elements are checked at once.
+FAST_RUN = 64
+
+
+def _positive_path(root: Expr, leaves: list[Expr], kinds: dict[int, tuple[str, int]], names: dict[int, str],
+                   ctx: Any, writer: CWriter, loads: list[str]) -> tuple[list[str], list[str], set[str]] | None:
+    """Where ops of POSITIVE_FORMS (elu, selu) apply to full-size inputs: (those inputs, the
+    body written for a run where they are all > 0, the ops), else None. Eager's own kernels
+    skip the exp of a vector whose lanes are all positive; so does this, per run."""
+    inputs = {id(leaf): names[id(leaf)] for leaf in leaves if kinds[id(leaf)][0] == "full"}
+    checked: dict[str, None] = {}
+    ops: set[str] = set()
+    seen: set[int] = set()
+
+    def walk(e: Expr) -> None:
+        if id(e) in seen or e.kind != "op":
+            return
+        seen.add(id(e))
+        if e.op in POSITIVE_FORMS and e.args and id(e.args[0]) in inputs:
+            checked[inputs[id(e.args[0])]] = None
+            ops.add(e.op)
+        for a in e.args:
+            walk(a)
+
+    walk(root)
+    if not checked:
+        return None
+    fast = CWriter(ctx, {id(leaf): names[id(leaf)] for leaf in leaves}, positive=set(checked))
+    fast_result = fast.emit(root)
+    if fast.scalars.keys() - writer.scalars.keys():
+        return None  # the fast form needs no constant the full one does not
+    return list(checked), [*loads, *fast.lines, f"out[i] = {fast_result};"], ops
+
+
+def _fast_blocks(fast: tuple[list[str], list[str], set[str]], body: list[str], simd: str) -> list[str]:
+    checked, fast_body, _ = fast
+    test = " || ".join(f"!({v}_p[i] > 0.0f)" for v in checked)  # NaN is not > 0: the full form
+    return [f"        for (int64_t i0 = start; i0 < end; i0 += {FAST_RUN}) {{",
+            f"            const int64_t i1 = i0 + {FAST_RUN} < end ? i0 + {FAST_RUN} : end;",
+            "            int rest = 0;",
+            "            #pragma omp simd reduction(|:rest)",
+            f"            for (int64_t i = i0; i < i1; i++) rest |= {test};",
+            "            if (!rest) {",
+            f"                {simd}",
+            "                for (int64_t i = i0; i < i1; i++) {",
+            *(f"                    {line}" for line in fast_body), "                }",
+            "            } else {",
+            f"                {simd}",
+            "                for (int64_t i = i0; i < i1; i++) {",
+            *(f"                    {line}" for line in body), "                }",
+            "            }",
+            "        }"]
 
 
 def render(match: Any, params: dict[str, Any]) -> str:
@@ -86,6 +140,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
             docs.append(f"{v}_p: {what}, one value per run of {v}_every rows")
         writer.values[id(leaf)] = v
     result = writer.emit(root)
+    fast = _positive_path(root, leaves, kinds, names, ctx, writer, loads) if flat else None
     scalars = list(writer.scalars)
     c_params += ["float* out", *(["int64_t n"] if flat else ["int64_t rows", "int64_t cols"]),
                  *(f"float {s}" for s in scalars)]
@@ -99,10 +154,14 @@ def render(match: Any, params: dict[str, Any]) -> str:
                 "    for (int64_t b = 0; b < nblocks; b++) {",
                 f"        const int64_t start = b * {block};",
                 f"        const int64_t end = start + {block} < n ? start + {block} : n;",
-                f"        {simd_pragma(params)}",
-                "        for (int64_t i = start; i < end; i++) {",
-                *(f"            {line}" for line in body), "        }", "    }"]
+                *(_fast_blocks(fast, body, simd_pragma(params)) if fast else [
+                    f"        {simd_pragma(params)}",
+                    "        for (int64_t i = start; i < end; i++) {",
+                    *(f"            {line}" for line in body), "        }"]), "    }"]
         walk = f"the flat output in chunks of {block} elements, one chunk per OpenMP iteration"
+        if fast:
+            walk += (f"; within a chunk, a run of {FAST_RUN} where {', '.join(fast[0])} is all > 0 takes the "
+                     "positive form of " + ", ".join(sorted(fast[2])) + " (no exp)")
     else:
         nest = [f"    #pragma omp parallel for {sched} if(rows * cols >= KF_PAR_MIN)",
                 "    for (int64_t r = 0; r < rows; r++) {",
