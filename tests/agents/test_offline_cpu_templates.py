@@ -122,6 +122,9 @@ CASES: dict[str, tuple[str, str]] = {
                                         "[torch.randn(37, 2001), torch.randn(2001, 1)]")),
     "matmul_one_column_transposed": ("matmul", ref(fn("torch.relu(a @ v.t())", "a, v"),
                                                    "[torch.randn(19, 501), torch.randn(1, 501)]")),
+    # a batch of small products (KernelBench's bmm): the BLAS rank runs one product per thread
+    "bmm_many_small": ("matmul", ref(fn("torch.bmm(a, b) - 1.0", "a, b"),
+                                     "[torch.randn(9, 23, 41), torch.randn(9, 41, 17)]")),
     # a small output over a long K (KernelBench's large-K product): the BLAS rank splits K
     "matmul_long_k_split": ("matmul", ref(fn("torch.matmul(a, b) * 0.5", "a, b"),
                                           "[torch.randn(9, 3001), torch.randn(3001, 7)]")),

@@ -12,7 +12,8 @@ the right (torch.mv) is a row-parallel dot product instead.
 The ``blas`` variant hands the product to OpenBLAS (``cblas_sgemm``, its
 OpenMP build: the judge's threads; a single output column is a streaming row
 dot product instead: sgemm would pack it; a small output over a long K is split
-along K, one slice per thread) and applies the epilogue in one parallel
+along K, one slice per thread; a batch of small products runs one product per
+thread) and applies the epilogue in one parallel
 pass over the output; the search times it beside our own kernel and keeps
 whichever is faster for the shape.
 """
@@ -101,6 +102,10 @@ BLAS_GEMM = '''/* out = {what}: the product by OpenBLAS, with a: (batch, M, K) a
    stride lda, transposed if ta; b: (batch, K, N) likewise (sbb, ldb, tb); then the epilogue.
 {docs}*/
 void fused_matmul({params}) {{
+    /* many small products: one per thread at a time (OpenBLAS runs single-threaded inside an
+       OpenMP region), not each one split over every thread */
+    const int by_batch = batch >= 2 * omp_get_max_threads() && M * N * K <= BATCH_PAR_MAX_WORK;
+    #pragma omp parallel for schedule(static) if(by_batch)
     for (int64_t bt = 0; bt < batch; bt++) {{
         if (N == 1 && !ta && (tb || ldb == 1)) {{
             /* a matrix times a column: one streaming pass over a's rows (float lane sums), no packing */
@@ -116,29 +121,35 @@ void fused_matmul({params}) {{
                 y[i] = s;
             }}
         }} else if (M * N <= SPLIT_K_MAX_OUT && K >= SPLIT_K_MIN_RATIO * (M > N ? M : N)
-                   && omp_get_max_threads() > 1) {{
+                   && omp_get_max_threads() > 1 && !omp_in_parallel()) {{
             /* a small output over a long K: OpenBLAS would split M or N, which leaves threads idle;
                each thread multiplies one K-slice into its own partial product, summed after */
             const int64_t T = omp_get_max_threads();
-            int64_t used = 1;
+            int64_t used = 0;
             float* part = (float*)malloc((size_t)(T * M * N) * sizeof(float));
-            if (!part) return;
-            #pragma omp parallel
+            #pragma omp parallel if(part != 0)
             {{
                 const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
                 const int64_t k0 = K * t / nt, k1 = K * (t + 1) / nt;
-                if (t == 0) used = nt;
-                cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                            (blasint)M, (blasint)N, (blasint)(k1 - k0), 1.0f,
-                            a + bt * sab + (ta ? k0 * lda : k0), (blasint)lda,
-                            b + bt * sbb + (tb ? k0 : k0 * ldb), (blasint)ldb, 0.0f, part + t * M * N, (blasint)N);
+                if (t == 0) used = part ? nt : 0;
+                if (part)
+                    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                                (blasint)M, (blasint)N, (blasint)(k1 - k0), 1.0f,
+                                a + bt * sab + (ta ? k0 * lda : k0), (blasint)lda,
+                                b + bt * sbb + (tb ? k0 : k0 * ldb), (blasint)ldb, 0.0f, part + t * M * N,
+                                (blasint)N);
             }}
             float* o = out + bt * M * N;
-            for (int64_t e = 0; e < M * N; e++) {{
-                float s = 0.0f;
-                for (int64_t t = 0; t < used; t++) s += part[t * M * N + e];
-                o[e] = s;
-            }}
+            if (used)
+                for (int64_t e = 0; e < M * N; e++) {{
+                    float s = 0.0f;
+                    for (int64_t t = 0; t < used; t++) s += part[t * M * N + e];
+                    o[e] = s;
+                }}
+            else  /* no memory for the partial products: the plain product */
+                cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                            (blasint)M, (blasint)N, (blasint)K, 1.0f, a + bt * sab, (blasint)lda, b + bt * sbb,
+                            (blasint)ldb, 0.0f, o, (blasint)N);
             free(part);
         }} else
             cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
@@ -153,7 +164,8 @@ SPLIT_K = """#include <cblas.h>
 #include <omp.h>
 #include <stdlib.h>
 #define SPLIT_K_MAX_OUT 65536
-#define SPLIT_K_MIN_RATIO 16"""
+#define SPLIT_K_MIN_RATIO 16
+#define BATCH_PAR_MAX_WORK (1LL << 27)"""
 
 EPILOGUE_PASS = '''    #pragma omp parallel for {schedule} if(batch * M * N >= KF_PAR_MIN)
     for (int64_t r = 0; r < batch * M; r++) {{
