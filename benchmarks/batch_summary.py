@@ -31,7 +31,8 @@ def attempts(out: Path) -> list[dict[str, Any]]:
             for a in rnd.get("attempts", []):
                 found.append({"problem": problem, "id": a.get("id"), "verdict": a.get("verdict"),
                               "failed": [k for k, v in (a.get("checks") or {}).items() if v == "fail"],
-                              "elapsed_s": a.get("elapsed_s"), "strategy": a.get("strategy", "")})
+                              "elapsed_s": a.get("elapsed_s"), "strategy": a.get("strategy", ""),
+                              "judge_cost": a.get("judge_cost") or {}})
     return found
 
 
@@ -83,7 +84,13 @@ def summary(out: Path) -> dict[str, Any]:
     times = [a["elapsed_s"] for a in tried if isinstance(a.get("elapsed_s"), (int, float))]
     failures = [a for a in tried if a["verdict"] != "pass"]
     passes = tuning_passes(out)
-    return {"tuning": {"passes": len(passes),
+    phases: dict[str, list[float]] = collections.defaultdict(list)
+    for a in tried:
+        for k, v in a["judge_cost"].items():
+            if isinstance(v, (int, float)):
+                phases[k].append(v)
+    return {"judge_cost_median_s": {k: round(statistics.median(v), 3) for k, v in sorted(phases.items())},
+            "tuning": {"passes": len(passes),
                        "variants_median": statistics.median(p["variants"] for p in passes) if passes else None,
                        "timed_median": statistics.median(p["timed"] for p in passes) if passes else None,
                        "seconds_median": statistics.median(p["elapsed_s"] for p in passes) if passes else None,
@@ -118,6 +125,9 @@ def markdown(s: dict[str, Any]) -> str:
               + "".join(f"\n- {a['problem']} {a['id']}: {', '.join(a['failed'])}" for a in s["candidates_failed"]),
               "", f"Judge time per candidate: median {j['median']:.1f} s, max {j['max']:.1f} s"
               if j["median"] is not None else ""]
+    if s["judge_cost_median_s"]:
+        lines += ["", "Judge cost by phase, median over the candidates (s): " + ", ".join(
+            f"{k} {v:g}" for k, v in sorted(s["judge_cost_median_s"].items(), key=lambda kv: -kv[1]))]
     t = s["tuning"]
     if t["passes"]:
         lines += ["", f"Tuning passes: {t['passes']}, median {t['variants_median']:g} variants "

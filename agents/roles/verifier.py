@@ -27,6 +27,7 @@ class Verification:
     timing: dict[str, Any]
     review: dict[str, Any] = field(default_factory=dict)
     review_call: Completion | None = None
+    cost: dict[str, Any] = field(default_factory=dict)  # the judge's seconds by phase (sandbox/cost.py)
 
     def feedback(self) -> str:
         """Concrete, ordered feedback for the coder's next prompt."""
@@ -59,7 +60,7 @@ class Verifier:
         """Judge ``code``; review it with the model too when ``review`` (LLM-written code)."""
         result = self.evaluator.evaluate(ctx.reference, code, ctx.reference_name, name, self.options).to_json()
         v = Verification(result["verdict"], list(result["reasons"]), result["checks"], result["check_details"],
-                         result["speedup"], result.get("timing", {}))
+                         result["speedup"], result.get("timing", {}), cost=dict(result.get("cost") or {}))
         if review and v.verdict == "pass" and self.provider is not None:
             self._review(ctx, code, v)
         return v

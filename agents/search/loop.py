@@ -78,6 +78,7 @@ class Search:
         attempt.verdict, attempt.reasons, attempt.checks = v.verdict, v.reasons, v.checks
         attempt.check_details = dict(v.details)
         attempt.speedup, attempt.timing, attempt.review = v.speedup, v.timing, v.review
+        attempt.judge_cost = v.cost
         attempt.elapsed_s += time.monotonic() - started
         self._save(traj)
         self.on_event({"kind": "attempt", "attempt": attempt})

@@ -36,6 +36,7 @@ class Attempt:
     cost_usd: float = 0.0
     elapsed_s: float = 0.0
     prompt_excerpt: str = ""
+    judge_cost: dict[str, Any] = field(default_factory=dict)  # the judge's seconds by phase for this attempt
 
 
 @dataclass

@@ -166,6 +166,8 @@ def test_the_offline_round_judges_the_tuning_pass_fastest_first(judge, tmp_path)
     judged = [a for a in traj.attempts() if a.source == "offline"]
     wanted = [tuning["proposals"][i] for i in tuning["order"][:2]]
     assert [a.strategy for a in judged] == [f"offline: {p['family']} {p['params']}" for p in wanted]
+    # every attempt keeps where its judge run spent its time (issue 28's profile, in the trajectory)
+    assert all(a.judge_cost.get("total_s", 0) > 0 and "candidate_timing_s" in a.judge_cost for a in judged)
     medians = [tuning["variants"][i]["median_ms"] for i in tuning["order"][:2]]
     assert medians == sorted(medians)
     assert traj.summary()["tuning"] == tuning
