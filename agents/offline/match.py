@@ -62,10 +62,19 @@ def match_report(analysis: dict[str, Any], signature: Signature | None = None) -
     # No one family, or only a fused reduction (which not every backend's template
     # writes): a chain of families too, each stage one kernel.
     if all(_fused(m) for m in matches):
-        try:
-            matches.append(match_pipeline.pipeline(root, out_shape, ctx, _match_unfused))
-        except NoMatch as exc:
-            reasons.append(f"pipeline: {exc}")
+        # Stages may be fused reductions (x / sqrt(sum(x * x)): the square read inside the sum),
+        # which the C templates write; the same chain without them follows, for the backends
+        # whose reduction template does not fuse (Triton's refuses the first).
+        kinds = set()
+        for stage_matches in (_match_all, _match_unfused):
+            try:
+                chain = match_pipeline.pipeline(root, out_shape, ctx, stage_matches)
+            except NoMatch as exc:
+                reasons.append(f"pipeline: {exc}")
+                continue
+            if chain.kind not in kinds:
+                kinds.add(chain.kind)
+                matches.append(chain)
     for m in matches:
         m.note = "; ".join(x for x in (m.note, note, *assumed) if x)
     if not matches:  # every op is known, their combination is not: name it first

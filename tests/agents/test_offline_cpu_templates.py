@@ -34,6 +34,9 @@ ODD = "[torch.randn(3, 37, 19)]"
 CASES: dict[str, tuple[str, str]] = {
     # elementwise: flat walk, then the row walk with broadcast operands
     "gelu_erf_sigmoid": ("elementwise", ref(fn("F.gelu(x) * torch.sigmoid(x) + 0.5 * x"), ODD)),
+    # a reduction to one value, then every element divided by it (KernelBench's Frobenius norm):
+    # the square read inside the sum (a fused stage), the value read once by the last stage
+    "frobenius_norm": ("pipeline", ref(fn("x / torch.norm(x, p='fro')"), "[torch.randn(5, 7, 33, 31)]")),
     # elu / selu's positive fast path: all-positive runs (no exp), mixed runs, a second input, a tail
     "elu_selu_positive_runs": ("elementwise", ref(fn("F.elu(x, 0.7) + F.selu(x) * y", "x, y"),
                                                   "[torch.cat([torch.rand(3000), torch.randn(1003)]), "
@@ -122,6 +125,16 @@ CASES: dict[str, tuple[str, str]] = {
                                         "[torch.randn(37, 2001), torch.randn(2001, 1)]")),
     "matmul_one_column_transposed": ("matmul", ref(fn("torch.relu(a @ v.t())", "a, v"),
                                                    "[torch.randn(19, 501), torch.randn(1, 501)]")),
+    # a one-value tensor in the epilogue: read once before the loops (hoisted)
+    "matmul_scalar_parameter": ("matmul", ref("""
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.s = nn.Parameter(torch.tensor([0.75]))
+
+            def forward(self, a, b):
+                return torch.relu(a @ b) * self.s
+        """, "[torch.randn(33, 65), torch.randn(65, 29)]")),
     # a batch of small products (KernelBench's bmm): the BLAS rank runs one product per thread
     "bmm_many_small": ("matmul", ref(fn("torch.bmm(a, b) - 1.0", "a, b"),
                                      "[torch.randn(9, 23, 41), torch.randn(9, 41, 17)]")),

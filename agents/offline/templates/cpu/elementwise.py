@@ -112,6 +112,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
     names = {id(leaf): writer.name_for(leaf) for leaf in leaves}
     c_params, loads, host_args, prep, docs = [], [], [], [], []
     row_setup: list[str] = []
+    hoisted: list[str] = []
     for leaf in leaves:
         v = names[id(leaf)]
         kind, hi = kinds[id(leaf)]
@@ -124,7 +125,9 @@ def render(match: Any, params: dict[str, Any]) -> str:
             row_setup.append(f"const float* {v}_row = {v}_p + r * cols;")
             docs.append(f"{v}_p: {what}, same shape as the output")
         elif kind == "scalar":
-            loads.append(f"const float {v} = {v}_p[0];")
+            # read once, before the loop: a load inside it may alias the output, which keeps the
+            # compiler from vectorising (and from hoisting what is computed from the value)
+            hoisted.append(f"const float {v} = {v}_p[0];")
             docs.append(f"{v}_p: {what}, one value")
         elif kind == "tail":
             c_params.append(f"int64_t {v}_rows")
@@ -149,7 +152,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
     sched = omp_schedule(params)
     if flat:
         block = int(params["BLOCK"])
-        nest = [f"    const int64_t nblocks = (n + {block} - 1) / {block};",
+        nest = [*(f"    {line}" for line in hoisted),
+                f"    const int64_t nblocks = (n + {block} - 1) / {block};",
                 f"    #pragma omp parallel for {sched} if(n >= KF_PAR_MIN)",
                 "    for (int64_t b = 0; b < nblocks; b++) {",
                 f"        const int64_t start = b * {block};",
@@ -163,7 +167,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
             walk += (f"; within a chunk, a run of {FAST_RUN} where {', '.join(fast[0])} is all > 0 takes the "
                      "positive form of " + ", ".join(sorted(fast[2])) + " (no exp)")
     else:
-        nest = [f"    #pragma omp parallel for {sched} if(rows * cols >= KF_PAR_MIN)",
+        nest = [*(f"    {line}" for line in hoisted),
+                f"    #pragma omp parallel for {sched} if(rows * cols >= KF_PAR_MIN)",
                 "    for (int64_t r = 0; r < rows; r++) {",
                 *(f"        {line}" for line in row_setup),
                 f"        {simd_pragma(params)}",

@@ -50,7 +50,7 @@ GEMM = '''/* out = {what}, with a: (batch, M, K) through strides (sab, sam, sak)
    Each OpenMP iteration owns an MC x NC block of out[bt]; the epilogue runs on the last K step.
 {docs}*/
 void fused_matmul({params}) {{
-    const int64_t mblocks = (M + {MC} - 1) / {MC}, nblocks = (N + {NC} - 1) / {NC};
+{hoisted}    const int64_t mblocks = (M + {MC} - 1) / {MC}, nblocks = (N + {NC} - 1) / {NC};
     #pragma omp parallel for collapse(3) {schedule} if(batch * M * N * K >= KF_PAR_MIN)
     for (int64_t bt = 0; bt < batch; bt++) {{
         for (int64_t ib = 0; ib < mblocks; ib++) {{
@@ -102,7 +102,7 @@ BLAS_GEMM = '''/* out = {what}: the product by OpenBLAS, with a: (batch, M, K) a
    stride lda, transposed if ta; b: (batch, K, N) likewise (sbb, ldb, tb); then the epilogue.
 {docs}*/
 void fused_matmul({params}) {{
-    /* many small products: one per thread at a time (OpenBLAS runs single-threaded inside an
+{hoisted}    /* many small products: one per thread at a time (OpenBLAS runs single-threaded inside an
        OpenMP region), not each one split over every thread */
     const int by_batch = batch >= 2 * omp_get_max_threads() && M * N * K <= BATCH_PAR_MAX_WORK;
     #pragma omp parallel for schedule(static) if(by_batch)
@@ -183,7 +183,7 @@ EPILOGUE_PASS = '''    #pragma omp parallel for {schedule} if(batch * M * N >= K
 MATVEC = '''/* out[i] = {what}, a dot product of row i of a (M, K) (strides sam, sak) with x (K).
 {docs}*/
 void fused_matvec({params}) {{
-    #pragma omp parallel for {schedule} if(M * K >= KF_PAR_MIN)
+{hoisted}    #pragma omp parallel for {schedule} if(M * K >= KF_PAR_MIN)
     for (int64_t i = 0; i < M; i++) {{
         const float* ar = a + i * sam;
         float s = 0.0f;
@@ -206,18 +206,21 @@ def render(match: Any, params: dict[str, Any]) -> str:
                     *(leaf.dtype for leaf in epi_leaves))
     writer = CWriter(ctx, {id(spec["mm"]): "acc"}, reserved=set(_RESERVED))
     names = {id(leaf): writer.name_for(leaf) for leaf in epi_leaves}
-    loads, docs, leaf_params = [], [], []
+    loads, docs, leaf_params, hoisted = [], [], [], []
     for leaf in epi_leaves:
         v = names[id(leaf)]
         kind = spec["kinds"][id(leaf)]
         writer.values[id(leaf)] = v
-        loads.append(f"const float {v} = {(_INDEX_VEC if vector else _INDEX)[kind].format(v=v)};")
+        line = f"const float {v} = {(_INDEX_VEC if vector else _INDEX)[kind].format(v=v)};"
+        # a scalar operand is read once, before the loops (a load inside them may alias the output)
+        (hoisted if kind == "scalar" else loads).append(line)
         docs.append(f"   {v}_p: {'input' if leaf.kind == 'input' else 'parameter'} `{leaf.ref}`, {_WHAT[kind]}")
         leaf_params.append(f"const float* {v}_p")
     result = writer.emit(root)
     scalars = list(writer.scalars)
     docs += [f"   {s}: constructor argument" for s in scalars]
     what = formula(root, ctx)
+    pre = "".join(f"    {line}\n" for line in hoisted)
     blas = bool(params.get("blas")) and not vector
     indent = " " * (8 if vector else 12 if blas else 36)
     epilogue = "\n".join(indent + line for line in [*loads, *writer.lines])
@@ -225,7 +228,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
     if vector:
         c_params = ["const float* a", "const float* x", *leaf_params, "float* out", "int64_t M", "int64_t K",
                     "int64_t sam", "int64_t sak", *scalar_params]
-        kernel = MATVEC.format(what=what, docs="\n".join(docs) + ("\n" if docs else ""), params=", ".join(c_params),
+        kernel = MATVEC.format(hoisted=pre, what=what, docs="\n".join(docs) + ("\n" if docs else ""), params=", ".join(c_params),
                                schedule=omp_schedule(params), simd_sum=simd_pragma({}, "reduction(+:s)"),
                                epilogue=epilogue, result=result)
         c_fns = [f"void fused_matvec({', '.join(c_params)})"]
@@ -236,7 +239,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
                     "int64_t ldb", "int64_t tb", *scalar_params]
         epilogue_pass = "" if result == "acc" and not epilogue.strip() else EPILOGUE_PASS.format(
             schedule=omp_schedule(params), simd=simd_pragma({}), epilogue=epilogue, result=result)
-        kernel = BLAS_GEMM.format(what=what, docs="\n".join(docs) + ("\n" if docs else ""),
+        kernel = BLAS_GEMM.format(hoisted=pre, what=what, docs="\n".join(docs) + ("\n" if docs else ""),
                                   params=", ".join(c_params), epilogue_pass=epilogue_pass)
         c_fns = [f"void fused_matmul({', '.join(c_params)})"]
         c_source = "\n\n".join([prelude(helper_names(kernel)), SPLIT_K, INLINE, kernel])
@@ -244,7 +247,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
         c_params = ["const float* a", "const float* bp", *leaf_params, "float* out", "int64_t batch", "int64_t M",
                     "int64_t N", "int64_t K", "int64_t sab", "int64_t sam", "int64_t sak", "int64_t sbpb",
                     *scalar_params]
-        kernel = GEMM.format(what=what, docs="\n".join(docs) + ("\n" if docs else ""), params=", ".join(c_params),
+        kernel = GEMM.format(hoisted=pre, what=what, docs="\n".join(docs) + ("\n" if docs else ""), params=", ".join(c_params),
                              MC=params["MC"], NC=params["NC"], KC=params["KC"], schedule=omp_schedule(params),
                              simd=simd_pragma({}), epilogue=epilogue, result=result)
         c_fns = [NR_FN, PACK_FN, f"void fused_matmul({', '.join(c_params)})"]
