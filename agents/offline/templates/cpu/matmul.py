@@ -10,10 +10,8 @@ Transposed operands are read through their strides, never copied. A vector on
 the right (torch.mv) is a row-parallel dot product instead.
 
 The ``blas`` variant hands the product to OpenBLAS (``cblas_sgemm``, its
-OpenMP build: the judge's threads; a single output column is a streaming row
-dot product instead: sgemm would pack it; a small output over a long K is split
-along K, one slice per thread; a batch of small products runs one product per
-thread) and applies the epilogue in one parallel
+OpenMP build: the judge's threads; a small output over a long K is split along
+K, one slice per thread; a batch of small products runs one product per thread) and applies the epilogue in one parallel
 pass over the output; the search times it beside our own kernel and keeps
 whichever is faster for the shape.
 """
@@ -107,20 +105,7 @@ void fused_matmul({params}) {{
     const int by_batch = batch >= 2 * omp_get_max_threads() && M * N * K <= BATCH_PAR_MAX_WORK;
     #pragma omp parallel for schedule(static) if(by_batch)
     for (int64_t bt = 0; bt < batch; bt++) {{
-        if (N == 1 && !ta && (tb || ldb == 1)) {{
-            /* a matrix times a column: one streaming pass over a's rows (float lane sums), no packing */
-            const float* ab = a + bt * sab;
-            const float* x = b + bt * sbb;
-            float* y = out + bt * M;
-            #pragma omp parallel for schedule(static) if(M * K >= KF_PAR_MIN)
-            for (int64_t i = 0; i < M; i++) {{
-                const float* ar = ab + i * lda;
-                float s = 0.0f;
-                #pragma omp simd reduction(+:s)
-                for (int64_t k = 0; k < K; k++) s += ar[k] * x[k];
-                y[i] = s;
-            }}
-        }} else if (M * N <= SPLIT_K_MAX_OUT && K >= SPLIT_K_MIN_RATIO * (M > N ? M : N)
+        if (M * N <= SPLIT_K_MAX_OUT && K >= SPLIT_K_MIN_RATIO * (M > N ? M : N)
                    && omp_get_max_threads() > 1 && !omp_in_parallel()) {{
             /* a small output over a long K: OpenBLAS would split M or N, which leaves threads idle;
                each thread multiplies one K-slice into its own partial product, summed after */
