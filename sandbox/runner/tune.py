@@ -65,10 +65,10 @@ def run_tune(job: dict[str, Any], emit: Emit) -> None:
     trial["state_dict"] = model.state_dict()
     sets: list[list[Any]] = []
     wanted = max(MIN_TUNE_SETS, int(job.get("sets", MIN_TUNE_SETS)))
-    for s in range(wanted):
-        seed_all(seed + 1 + s)
+    while len(sets) < wanted:  # ``wanted`` shrinks to the memory cap once the first set is measured
+        seed_all(seed + 1 + len(sets))
         sets.append(list(reference.get_inputs()))
-        if s == 0:
+        if len(sets) == 1:
             with torch.no_grad():
                 expected = snapshot_outputs(model(*sets[0]))[1]
             cap = timed.TIMING_BYTES // max(1, timed.nbytes(sets[0]) + timed.nbytes(expected))
