@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import psycopg
 from kombu.exceptions import OperationalError as KombuOperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -18,7 +19,9 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 Dependency = Literal["database", "broker"]
 # Seconds a client is told to wait: a restart or a fail-over takes a few.
 RETRY_AFTER_S = 5
-DATABASE_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, PoolTimeout)
+# psycopg's own: the API's reads on the event loop use psycopg without SQLAlchemy (app/db/loop_reads.py).
+DATABASE_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, PoolTimeout,
+                                                     psycopg.OperationalError, psycopg.InterfaceError)
 BROKER_ERRORS: tuple[type[BaseException], ...] = (KombuOperationalError, RedisConnectionError, RedisTimeoutError)
 # SQLite raises OperationalError for its generic error too: no such table or column (a database never
 # migrated), a syntax error. That is a mistake waiting does not cure: a 500, not "unreachable".

@@ -3,13 +3,14 @@ filtered job list at 10,000 jobs, 20 concurrent clients.
 
     bash scripts/apt-need.sh hey
     .venv/bin/python benchmarks/api_load.py [--clients 20] [--seconds 15] [--workers N] [--api-dir DIR]
+        [--rate-limit on|off] [--no-list]
 
 Starts `kforge api` from --api-dir (default: this checkout; give an exported
 older commit to measure "before" on the same machine minutes apart) on a
 fresh PostgreSQL database (127.0.0.1:5432, dropped afterwards) with Redis
 db 12 as broker (flushed afterwards); no worker consumes the queue, so only
 the API is measured. Rate limiting is set out of reach (its Redis round trip
-stays in the path). Prints a Markdown table, the machine and its load, and the
+stays in the path), or off with --rate-limit off (issue 31's targets). Prints a Markdown table, the machine and its load, and the
 API processes' CPU time per request, which the machine's other load does not
 inflate the way it inflates latency.
 """
@@ -90,6 +91,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None, help="kforge api --workers (default: its own default)")
     ap.add_argument("--api-dir", type=Path, default=ROOT)
     ap.add_argument("--jobs", type=int, default=10_000, help="jobs in the table for the list benchmark")
+    ap.add_argument("--rate-limit", choices=["on", "off"], default="on",
+                    help="on: a limit out of reach (its Redis round trip measured); off: KFORGE_RATE_LIMIT_PER_S=0")
+    ap.add_argument("--no-list", action="store_true", help="skip the list at --jobs jobs")
     args = ap.parse_args()
     dbname = f"kforge_bench_{secrets.token_hex(4)}"
     db_url = f"{PG}/{dbname}"
@@ -97,7 +101,7 @@ def main() -> None:
         conn.execute(f"CREATE DATABASE {dbname}")
     tmp = Path(tempfile.mkdtemp(prefix="kforge-load-"))
     env = {**os.environ, "KFORGE_DATA_DIR": str(tmp), "KFORGE_DATABASE_URL": db_url, "KFORGE_BROKER_URL": REDIS,
-           "KFORGE_RATE_LIMIT_PER_S": "1000000"}
+           "KFORGE_RATE_LIMIT_PER_S": "1000000" if args.rate_limit == "on" else "0"}
     body = tmp / "job.json"
     body.write_text(json.dumps({"reference": REF, "name": "load", "max_rounds": 0}))
     api = None
@@ -123,14 +127,16 @@ def main() -> None:
             cpu0 = cpu_seconds(api.pid)
             r = hey(target, token, args.clients, args.seconds, post)
             rows.append((name, r, (cpu_seconds(api.pid) - cpu0) / max(1, r["ok"] + r["bad"])))
-        seed_jobs(db_url, args.jobs)
-        listing = f"{url}/v1/jobs?status=queued&kind=optimize&limit=50"
-        cpu0 = cpu_seconds(api.pid)
-        r = hey(listing, token, args.clients, args.seconds)
-        rows.append((f"GET /v1/jobs?status=queued&kind=optimize&limit=50 ({args.jobs} jobs)", r,
-                     (cpu_seconds(api.pid) - cpu0) / max(1, r["ok"] + r["bad"])))
+        if not args.no_list:
+            seed_jobs(db_url, args.jobs)
+            listing = f"{url}/v1/jobs?status=queued&kind=optimize&limit=50"
+            cpu0 = cpu_seconds(api.pid)
+            r = hey(listing, token, args.clients, args.seconds)
+            rows.append((f"GET /v1/jobs?status=queued&kind=optimize&limit=50 ({args.jobs} jobs)", r,
+                         (cpu_seconds(api.pid) - cpu0) / max(1, r["ok"] + r["bad"])))
         print(f"machine: {platform.node()} {cpu_model()}, {os.cpu_count()} CPUs; load before/after: "
-              f"{os.getloadavg()}; api dir {args.api_dir}; workers {args.workers or 'default'}")
+              f"{os.getloadavg()}; api dir {args.api_dir}; workers {args.workers or 'default'}; "
+              f"rate limit {args.rate_limit}; {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC")
         print("| operation | clients | req/s | p50 ms | p99 ms | non-2xx | API CPU ms/req |")
         print("| --- | --- | --- | --- | --- | --- | --- |")
         for name, r, cpu in rows:

@@ -4,18 +4,22 @@ load those hand-offs cost more than the queries (docs/benchmarks.md). A
 request makes one trip: `await db.run(fn)` opens a session, calls
 `fn(session)`, commits, sends the jobs it queued to the broker (after the
 commit: a worker must find the row; app/jobs/broker.py), announces the jobs
-it finished, and closes."""
+it finished, and closes. On PostgreSQL a prebuilt read (`await db.rows(stmt,
+params)`) skips the thread and the session: it runs on the event loop
+(app/db/loop_reads.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from sqlalchemy import Executable
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
+from ..db.loop_reads import loop_pool
 from ..db.session import engine_for
 from ..jobs.broker import after_commit
 
@@ -47,6 +51,13 @@ class Db:
     async def read(self, fn: Callable[[Session], T]) -> T:
         """`fn` reads only: no transaction around it."""
         return await run_in_threadpool(self.run_sync, fn, True)
+
+    async def rows(self, statement: Executable, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """The rows of a prebuilt Core select, as dicts: on the event loop on
+        PostgreSQL, through `read` elsewhere (SQLite)."""
+        if self.url.startswith("postgresql"):
+            return await loop_pool(self.url).fetch(statement, params)
+        return await self.read(lambda s: [dict(r) for r in s.connection().execute(statement, params).mappings()])
 
     def run_sync(self, fn: Callable[[Session], T], read: bool = False) -> T:
         try:

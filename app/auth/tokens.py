@@ -57,14 +57,14 @@ class TokenCache:
 
     def __init__(self, ttl_s: float) -> None:
         self.ttl_s = ttl_s
-        self.entries: dict[str, tuple[float, int, str, bool]] = {}
+        self.entries: dict[str, tuple[float, User]] = {}
         self.lock = threading.Lock()
 
     def lookup(self, token: str) -> User | None:
         """The user when the token was verified less than `ttl_s` ago; None otherwise."""
         hit = self.entries.get(hash_token(token))
         if hit is not None and hit[0] > time.monotonic():
-            return User(id=hit[1], name=hit[2], is_admin=hit[3])
+            return hit[1]
         return None
 
     def authenticate(self, session: Session, token: str) -> User:
@@ -73,5 +73,6 @@ class TokenCache:
         with self.lock:
             if len(self.entries) > 10_000:
                 self.entries = {k: v for k, v in self.entries.items() if v[0] > now}
-            self.entries[key] = (now + self.ttl_s, user.id, user.name, user.is_admin)
-        return User(id=user.id, name=user.name, is_admin=user.is_admin)
+            copy = User(id=user.id, name=user.name, is_admin=user.is_admin)
+            self.entries[key] = (now + self.ttl_s, copy)
+        return copy

@@ -5,9 +5,9 @@ dashboard keep the ORM (views.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import Executable, Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from ..db.models import Candidate, Job, User
@@ -49,14 +49,18 @@ DETAIL = summaries().add_columns(Job.owner_id, Job.config, Job.result, Job.traje
 CANDIDATES = select(*CANDIDATE).where(Candidate.job_id == bindparam("job_id")).order_by(Candidate.id)
 
 
-def job_detail(session: Session, user: User, job_id: str) -> dict[str, Any]:
+class Rows(Protocol):
+    """Runs a prebuilt select: `Db.rows` (app/api/unit.py)."""
+
+    async def __call__(self, statement: Executable, params: dict[str, Any], /) -> list[dict[str, Any]]: ...
+
+
+async def job_detail(rows: Rows, user: User, job_id: str) -> dict[str, Any]:
     """The job with its candidates, if the user may see it (another owner's job is missing, not forbidden)."""
-    row, conn = None, session.connection()
-    if is_job_id(job_id):
-        row = conn.execute(DETAIL, {"job_id": job_id}).mappings().first()
-    if row is None or (row["owner_id"] != user.id and not user.is_admin):
+    found = await rows(DETAIL, {"job_id": job_id}) if is_job_id(job_id) else []
+    if not found or (found[0]["owner_id"] != user.id and not user.is_admin):
         raise NotFound(f"no job {job_id}")
-    cands = conn.execute(CANDIDATES, {"job_id": job_id}).mappings()
+    row, candidates = found[0], await rows(CANDIDATES, {"job_id": job_id})
     summary = {k: row[k] for k in JobOut.model_fields if k != "candidates_count"}
-    summary["candidates_count"] = len(candidates := [dict(c) for c in cands])
+    summary["candidates_count"] = len(candidates)
     return compose_detail(summary, row["config"], row["result"], row["trajectory"], candidates)

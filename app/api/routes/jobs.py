@@ -46,7 +46,7 @@ async def list_(db: DbDep, user: CurrentUser, status_: Annotated[Status | None, 
 
 @router.get("/{job_id}", response_model=JobDetail, responses=responses(404), summary="A job with its rounds and candidates")
 async def get(job_id: str, db: DbDep, user: CurrentUser) -> dict:
-    return await db.read(lambda s: views.job_detail(s, user, job_id))
+    return await views.job_detail(db.rows, user, job_id)
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut, responses=responses(404, 409), summary="Cancel a queued or running job")

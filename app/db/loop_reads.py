@@ -1,0 +1,90 @@
+"""Reads on PostgreSQL from the event loop itself. Why: the API's hot reads
+(a job by id) spent more CPU handing the query to a pool thread and through
+SQLAlchemy's session and execution machinery than PostgreSQL spent answering
+it (docs/benchmarks.md, issue 31). Here a prebuilt Core statement is compiled
+once to SQL and run on a psycopg async connection in autocommit (no BEGIN or
+COMMIT; psycopg prepares a statement it has seen a few times), one small pool
+per event loop. Rows come back as dicts with timestamps in UTC, the values
+SQLAlchemy would give (UTCDateTime, JSON)."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from sqlalchemy import Executable
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import make_url
+
+DIALECT = postgresql.dialect(paramstyle="pyformat")
+
+
+@lru_cache(maxsize=64)
+def compiled(statement: Executable) -> str:
+    """The statement's SQL with `%(name)s` placeholders (prebuilt statements only: the cache holds them)."""
+    return str(statement.compile(dialect=DIALECT))
+
+
+def conninfo(url: str) -> str:
+    """libpq's URI for a SQLAlchemy PostgreSQL URL (any driver suffix dropped)."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _utc(row: dict[str, Any]) -> dict[str, Any]:
+    for key, value in row.items():
+        if isinstance(value, datetime):
+            row[key] = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return row
+
+
+class LoopPool:
+    """Up to `size` connections, used by one event loop only (no locks: the loop is single-threaded)."""
+
+    def __init__(self, url: str, size: int) -> None:
+        self.conninfo = conninfo(url)
+        self.idle: list[psycopg.AsyncConnection[dict[str, Any]]] = []
+        self.slots = asyncio.Semaphore(size)
+
+    async def _connect(self) -> psycopg.AsyncConnection[dict[str, Any]]:
+        return await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True, row_factory=dict_row,
+                                                     connect_timeout=5)
+
+    async def fetch(self, statement: Executable, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """All rows of `statement`. A pooled connection the server closed (a
+        restart) is dropped and the read runs once more on a new one; when that
+        fails too, psycopg's OperationalError says the database is down (503)."""
+        sql = compiled(statement)
+        async with self.slots:
+            for attempt in (0, 1):
+                pooled = attempt == 0 and bool(self.idle)
+                conn = self.idle.pop() if pooled else await self._connect()
+                try:
+                    cur = await conn.execute(sql, params)
+                    rows = [_utc(r) for r in await cur.fetchall()]
+                except psycopg.OperationalError:
+                    await conn.close()
+                    if pooled:
+                        continue
+                    raise
+                except BaseException:
+                    await conn.close()
+                    raise
+                self.idle.append(conn)
+                return rows
+        raise AssertionError("unreachable")
+
+
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, LoopPool]] = weakref.WeakKeyDictionary()
+
+
+def loop_pool(url: str, size: int = 10) -> LoopPool:
+    """This event loop's pool for `url` (uvicorn runs one loop per process; tests make a loop per client)."""
+    pools = _pools.setdefault(asyncio.get_running_loop(), {})
+    if url not in pools:
+        pools[url] = LoopPool(url, size)
+    return pools[url]
