@@ -3,7 +3,7 @@ filtered job list at 10,000 jobs, 20 concurrent clients.
 
     bash scripts/apt-need.sh hey
     .venv/bin/python benchmarks/api_load.py [--clients 20] [--seconds 15] [--workers N] [--api-dir DIR]
-        [--rate-limit on|off] [--no-list]
+        [--rate-limit on|off] [--no-list] [--open-loop RATE]
 
 Starts `kforge api` from --api-dir (default: this checkout; give an exported
 older commit to measure "before" on the same machine minutes apart) on a
@@ -12,7 +12,9 @@ db 12 as broker (flushed afterwards); no worker consumes the queue, so only
 the API is measured. Rate limiting is set out of reach (its Redis round trip
 stays in the path), or off with --rate-limit off (issue 31's targets). Prints a Markdown table, the machine and its load, and the
 API processes' CPU time per request, which the machine's other load does not
-inflate the way it inflates latency.
+inflate the way it inflates latency. With --open-loop RATE, reads and
+submissions are also sent at a constant RATE a second (benchmarks/open_loop.py,
+latency counted from when each request was due), so a queue cannot hide.
 """
 
 from __future__ import annotations
@@ -70,6 +72,12 @@ def hey(url: str, token: str, clients: int, seconds: int, body: Path | None = No
             "ok": sum(n for c, n in codes.items() if c < 300), "bad": sum(n for c, n in codes.items() if c >= 300)}
 
 
+def open_loop(url: str, token: str, rate: float, seconds: int, body: Path | None = None) -> dict:
+    args = [sys.executable, str(ROOT / "benchmarks" / "open_loop.py"), url, "--rate", str(rate), "--seconds",
+            str(seconds), "--header", f"Authorization: Bearer {token}"] + (["--body", str(body)] if body else [])
+    return json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+
+
 def seed_jobs(db_url: str, total: int) -> None:
     """Copies the submitted jobs until `total` rows, spread over statuses and days, in one statement."""
     with psycopg.connect(db_url, autocommit=True) as conn:
@@ -94,6 +102,8 @@ def main() -> None:
     ap.add_argument("--rate-limit", choices=["on", "off"], default="on",
                     help="on: a limit out of reach (its Redis round trip measured); off: KFORGE_RATE_LIMIT_PER_S=0")
     ap.add_argument("--no-list", action="store_true", help="skip the list at --jobs jobs")
+    ap.add_argument("--open-loop", type=float, default=0, metavar="RATE",
+                    help="also reads and submissions at a constant RATE/s (open loop)")
     args = ap.parse_args()
     dbname = f"kforge_bench_{secrets.token_hex(4)}"
     db_url = f"{PG}/{dbname}"
@@ -134,6 +144,12 @@ def main() -> None:
             r = hey(listing, token, args.clients, args.seconds)
             rows.append((f"GET /v1/jobs?status=queued&kind=optimize&limit=50 ({args.jobs} jobs)", r,
                          (cpu_seconds(api.pid) - cpu0) / max(1, r["ok"] + r["bad"])))
+        opened = []
+        for name, target, post in (("GET /v1/jobs/{id}", f"{url}/v1/jobs/{job_id}", None),
+                                   ("POST /v1/jobs", f"{url}/v1/jobs", body)) if args.open_loop else ():
+            cpu0 = cpu_seconds(api.pid)
+            r = open_loop(target, token, args.open_loop, args.seconds, post)
+            opened.append((name, r, (cpu_seconds(api.pid) - cpu0) / max(1, r["answered"])))
         print(f"machine: {platform.node()} {cpu_model()}, {os.cpu_count()} CPUs; load before/after: "
               f"{os.getloadavg()}; api dir {args.api_dir}; workers {args.workers or 'default'}; "
               f"rate limit {args.rate_limit}; {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC")
@@ -142,6 +158,15 @@ def main() -> None:
         for name, r, cpu in rows:
             print(f"| {name} | {args.clients} | {r['rps']:.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {int(r['bad'])} "
                   f"| {1000 * cpu:.2f} |")
+        if opened:
+            print("\n| operation (open loop) | rate asked | answered/s | p50 ms | p90 ms | p99 ms | max ms | non-2xx "
+                  "| errors | most connections | API CPU ms/req | driver CPU s |")
+            print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+            for name, r, cpu in opened:
+                bad = sum(n for c, n in r["statuses"].items() if int(c) >= 300)
+                print(f"| {name} | {r['rate']:.0f} | {r['achieved_rps']:.0f} | {r['p50_ms']} | {r['p90_ms']} | "
+                      f"{r['p99_ms']} | {r['max_ms']} | {bad} | {sum(r['errors'].values())} | {r['most_connections']} "
+                      f"| {1000 * cpu:.2f} | {r['driver_cpu_s']} |")
     finally:
         if api:
             api.terminate()
