@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from celery import Celery
+from kombu import Exchange, Queue
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
@@ -45,8 +46,19 @@ def celery_app() -> Celery:
     return app
 
 
+@lru_cache
+def direct(queue: str) -> Queue:
+    """`queue` reached through the default exchange: kombu puts the message
+    straight on the list named `queue`, without declaring the queue and
+    looking up its bindings in Redis on every send (two round trips and 40 %
+    of a send's CPU: docs/benchmarks.md, issue 31). The workers declare their
+    queues; the message needs no binding, so it is delivered even when Redis
+    lost its bindings in a restart."""
+    return Queue(queue, Exchange(""), routing_key=queue, no_declare=True)
+
+
 def enqueue(job_id: str, queue: str) -> None:
-    celery_app().send_task("kforge.run_job", args=[job_id], queue=queue)
+    celery_app().send_task("kforge.run_job", args=[job_id], queue=direct(queue), declare=[])
 
 
 # Kombu's Redis transport keeps one list per priority step next to the queue's own.
