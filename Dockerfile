@@ -110,7 +110,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         python3.11 python3.11-venv python3.11-dev build-essential ninja-build ca-certificates \
-        libopenblas0-openmp libopenblas-dev \
+        libopenblas0-openmp libopenblas-dev libdnnl-dev \
  && rm -rf /var/lib/apt/lists/*
 RUN python3.11 -m venv /opt/venv \
  && pip install --upgrade pip \

@@ -66,6 +66,10 @@ _ALLOWED = re.compile("|".join((
     r"__(?:mem(?:cpy|move|set))_chk",
     r"__atomic_\w+", r"GOMP_\w+",
     r"cblas_[sdcz]\w+|cblas_i[sdcz]a(?:max|min)",  # OpenBLAS's compute routines (not openblas_set_*, xerbla)
+    # oneDNN's objects (engine, stream, memory, descriptors, primitives, attributes, post-ops) and
+    # sgemm; not its global switches (dnnl_set_*: verbose output, JIT dumps to files, ISA caps,
+    # cache sizes), reduced-precision math modes, serialised primitives or other runtimes' interop
+    r"dnnl_(?!set_|\w*fpmath|\w*cache_blob|\w*threadpool|\w*sycl|\w*ocl)\w+",
     r"_Z(?:nw|na|dl|da)\w*",  # operator new / delete
     r"_ZSt\d+__throw_\w+", r"_ZSt\d+__glibcxx_assert_fail\w*",
     r"_ZT[ISV](?:St\d+|N10__cxxabiv1)\w*",  # typeinfo and vtables of std and cxxabi classes (exceptions)
@@ -136,7 +140,7 @@ def check_facts(src: NativeSource, facts: dict[str, Any] | None, filename: str) 
         if not allowed_symbol(sym):
             out.append(f"{_where(src, filename, _line_of_name(src, sym))}: calls {shown.get(sym, sym)}: not a "
                        "library function a kernel may use (libm, memory, OpenMP queries, cblas_* compute "
-                       "routines; see docs/cpu_backend.md)")
+                       "routines, oneDNN's dnnl_* objects; see docs/cpu_backend.md)")
     for w in facts.get("writable", []):
         sym = w.get("symbol", "")
         if _GLUE_DATA.match(sym):

@@ -32,7 +32,7 @@ from .native_sources import NativeSource
 HEADERS_C = {
     "stdint.h", "stddef.h", "stdbool.h", "stdlib.h", "string.h", "math.h", "float.h", "limits.h", "stdalign.h",
     "stdatomic.h", "assert.h", "complex.h", "tgmath.h", "fenv.h", "inttypes.h", "errno.h", "iso646.h",
-    "omp.h", "cblas.h",
+    "omp.h", "cblas.h", "dnnl.h", "oneapi/dnnl/dnnl.h",
     "immintrin.h", "x86intrin.h", "xmmintrin.h", "emmintrin.h", "pmmintrin.h", "tmmintrin.h", "smmintrin.h",
     "nmmintrin.h", "wmmintrin.h", "ammintrin.h", "mmintrin.h", "fmaintrin.h", "f16cintrin.h",
     "arm_neon.h", "arm_sve.h", "arm_fp16.h", "arm_bf16.h",

@@ -4,9 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# OpenBLAS's OpenMP build: native kernels may call cblas_* (sandbox/runner/native.py links it).
-bash scripts/apt-need.sh libopenblas0-openmp libopenblas-dev \
-  || echo "warning: OpenBLAS is not installed; native kernels that call cblas_* will not link" >&2
+# OpenBLAS's OpenMP build and oneDNN: native kernels may call cblas_* and dnnl_*
+# (sandbox/runner/native.py links them).
+bash scripts/apt-need.sh libopenblas0-openmp libopenblas-dev libdnnl-dev \
+  || echo "warning: OpenBLAS or oneDNN is not installed; native kernels that call cblas_* / dnnl_* will not link" >&2
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

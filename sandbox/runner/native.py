@@ -29,8 +29,10 @@ native code runs, so a wrong call is a clear error, not a crash.
 Builds use ``gcc``/``g++ -O3 -march=native -fopenmp -fPIC -shared`` and are
 cached by a hash of the source, the language, the flags and the compiler's
 version. Libraries link against OpenBLAS (its OpenMP build, so its threads
-are the OpenMP threads the judge grants) where the machine has it, as needed:
-a kernel that includes ``<cblas.h>`` may call its ``cblas_*`` routines.
+are the OpenMP threads the judge grants) and oneDNN (also on OpenMP) where
+the machine has them, as needed: a kernel that includes ``<cblas.h>`` may
+call its ``cblas_*`` routines, one that includes ``<oneapi/dnnl/dnnl.h>`` the
+``dnnl_*`` API (sandbox/native_inspect.py says which part).
 Under the judge the libraries are built before the candidate runs,
 by trusted code, into a cache the candidate can only read (``prebuilt``);
 the candidate's own process never invokes the compiler there.
@@ -64,6 +66,9 @@ COMPILER = {"c": "gcc", "c++": "g++"}
 # OpenBLAS's OpenMP build (Debian: libopenblas0-openmp), linked only into libraries that call it.
 BLAS_DIRS = ("/usr/lib/x86_64-linux-gnu/openblas-openmp", "/usr/lib/aarch64-linux-gnu/openblas-openmp")
 BLAS_LIB = "libopenblas.so.0"
+# oneDNN (Debian: libdnnl2, OpenMP runtime), likewise linked only into libraries that call it.
+DNNL_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
+DNNL_LIB = "libdnnl.so.2"
 SUFFIX = {"c": ".c", "c++": ".cpp"}
 BUILD_TIMEOUT_S = 120.0
 
@@ -187,13 +192,20 @@ def blas_dir() -> str | None:
     return next((d for d in BLAS_DIRS if os.path.exists(os.path.join(d, BLAS_LIB))), None)
 
 
+@functools.cache
+def dnnl_dir() -> str | None:
+    """Where oneDNN lies on this machine, if it does."""
+    return next((d for d in DNNL_DIRS if os.path.exists(os.path.join(d, DNNL_LIB))), None)
+
+
 def link_flags() -> tuple[str, ...]:
-    """Linker flags after the object: OpenBLAS where present, as needed (a
-    library that calls no BLAS routine does not depend on it)."""
-    found = blas_dir()
-    if found is None:
-        return ()
-    return ("-Wl,--as-needed", f"-L{found}", f"-l:{BLAS_LIB}", f"-Wl,-rpath,{found}")
+    """Linker flags after the object: OpenBLAS and oneDNN where present, as
+    needed (a library that calls neither does not depend on them)."""
+    flags: tuple[str, ...] = ()
+    for found, lib in ((blas_dir(), BLAS_LIB), (dnnl_dir(), DNNL_LIB)):
+        if found is not None:
+            flags += (f"-L{found}", f"-l:{lib}", f"-Wl,-rpath,{found}")
+    return ("-Wl,--as-needed", *flags) if flags else ()
 
 
 def key_spec() -> dict[str, str]:

@@ -248,10 +248,15 @@ def test_honest_kernel_passes_both_layers(name: str) -> None:
 def test_allowlist_of_symbols() -> None:
     ok = ["expf", "tanhf", "erff", "sqrt", "_ZGVdN8v_expf", "GOMP_parallel", "omp_get_thread_num", "memcpy",
           "aligned_alloc", "_Znwm", "_ZdlPvm", "_ZSt20__throw_length_errorPKc", "__stack_chk_fail", "__divti3",
-          "cblas_sgemm", "cblas_dgemv", "cblas_sdot", "cblas_isamax"]
+          "cblas_sgemm", "cblas_dgemv", "cblas_sdot", "cblas_isamax", "dnnl_engine_create",
+          "dnnl_dilated_convolution_forward_desc_init", "dnnl_primitive_execute", "dnnl_memory_create",
+          "dnnl_post_ops_append_eltwise", "dnnl_sgemm"]
     bad = ["fopen", "getenv", "clock_gettime", "syscall", "dlopen", "pthread_create", "omp_set_num_threads",
            "omp_get_wtime", "omp_get_num_procs", "rand", "__cxa_atexit", "printf", "_ZSt4cout",
-           "openblas_set_num_threads", "goto_set_num_threads", "cblas_xerbla", "openblas_get_num_procs"]
+           "openblas_set_num_threads", "goto_set_num_threads", "cblas_xerbla", "openblas_get_num_procs",
+           "dnnl_set_verbose", "dnnl_set_jit_dump", "dnnl_set_max_cpu_isa", "dnnl_set_primitive_cache_capacity",
+           "dnnl_primitive_attr_set_fpmath_mode", "dnnl_set_default_fpmath_mode",
+           "dnnl_primitive_create_from_cache_blob", "dnnl_threadpool_interop_stream_create"]
     assert [s for s in ok if not native_inspect.allowed_symbol(s)] == []
     assert [s for s in bad if native_inspect.allowed_symbol(s)] == []
 

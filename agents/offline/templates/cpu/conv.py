@@ -2,8 +2,8 @@
 groups (depthwise included) and output padding, read at run time; the bias and the
 matched elementwise epilogue applied to each output before it leaves the cache.
 
-Three algorithms: the implicit GEMM of conv_gemm.py, the direct one below, and
-``blas``: for a forward convolution, per sample and group the input's patches are
+Four algorithms: the implicit GEMM of conv_gemm.py, the direct one below,
+``dnnl`` (oneDNN's convolution, conv_dnnl.py), and ``blas``: for a forward convolution, per sample and group the input's patches are
 laid out as a (C/groups * taps, positions) matrix -- a 1x1 convolution reads
 the input itself -- and OpenBLAS's sgemm multiplies the weight by it; for a
 transposed one, sgemm multiplies the transposed weight by the input into a
@@ -32,13 +32,17 @@ import math
 from typing import Any
 
 from .. import conv_host
-from . import conv_gemm
+from . import conv_dnnl, conv_gemm
 from .common import INLINE, CEpilogue, c_epilogue, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .gemm import ISA, MICRO
 from .mathlib import prelude
 
 PARAM_SPACE: list[dict[str, Any]] = [
+    # oneDNN first: over KernelBench's level-1 convolutions at fitted sizes it matched or beat
+    # eager on every one, where our own algorithms averaged 0.63x (docs/benchmarks.md)
+    {"algo": "dnnl", "layout": "any", "schedule": "static", "par_min": 32768},
     {"algo": "auto", "KB": 4, "schedule": "static", "par_min": 65536},
+    {"algo": "dnnl", "layout": "plain", "schedule": "static", "par_min": 32768},
     {"algo": "blas", "schedule": "static", "par_min": 32768},
     {"algo": "direct", "KB": 8, "schedule": "dynamic", "chunk": 1, "par_min": 65536},
     {"algo": "gemm", "schedule": "dynamic", "chunk": 2, "par_min": 32768},
@@ -130,6 +134,12 @@ LAUNCH = '''{prep}    lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:],
     return y
 '''
 
+
+# the oneDNN kernel's locals (conv_dnnl.py), which an epilogue operand's name must not take
+DNNL_LOCALS = ("in3", "out3", "k3", "s3", "p3", "d3", "sdims", "ddims", "wdims", "bdims", "st", "dl", "pl", "pr",
+               "plain", "swapped", "gswapped", "wn", "wtag", "eng", "strm", "us", "uw", "ub", "ud", "cs", "cw", "cd",
+               "pick", "cpd", "qs", "qw", "qd", "rs", "rw", "rd", "ms", "mw", "mb", "md", "bs", "bw", "bd", "conv",
+               "made", "rc", "ns", "nd", "i", "j", "span", "desc", "args")
 
 # the patches' room (one sample and group at a time); unused by a 1x1 stride-1 convolution
 BLAS_COL = ("    col = torch.empty(max(1, (C // groups) * math.prod(w.shape[2:]) * math.prod(out_sp)), "
@@ -268,8 +278,18 @@ def _blas(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: 
     return "\n\n".join([prelude(helper_names(kernel)), "#include <cblas.h>", INLINE, kernel])
 
 
+def _dnnl(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: CEpilogue, c_args: str) -> str:
+    finish = "" if ep.result == "acc" and not ep.statements else \
+        "    const int64_t P = OD * OH * OW;\n" + BLAS_FINISH.format(
+            schedule=omp_schedule(params), par_min=int(params["par_min"]), simd=simd_pragma({}), bias="",
+            epilogue="\n".join(f"            {line}" for line in ep.statements), result=ep.result)
+    kernel = conv_dnnl.kernel(spec, fn, what, c_args, "".join(f"\n   {d}" for d in ep.docs),
+                              params.get("layout", "any"), finish)
+    return "\n\n".join([prelude(helper_names(kernel)), "#include <oneapi/dnnl/dnnl.h>", INLINE, kernel])
+
+
 def algorithm(spec: dict[str, Any], params: dict[str, Any]) -> str:
-    """``direct``, ``gemm`` or ``blas`` as asked; ``auto`` takes the implicit GEMM when a group has 4 output channels
+    """``direct``, ``gemm``, ``dnnl`` or ``blas`` as asked; ``auto`` takes the implicit GEMM when a group has 4 output channels
     or more and the reduction is long enough (not depthwise)."""
     algo = params.get("algo", "direct")
     if algo != "auto":
@@ -293,13 +313,13 @@ def render(match: Any, params: dict[str, Any]) -> str:
     x, weight, bias = spec["x"], spec["weight"], spec["bias"]
     require_float32(match.ctx.outputs[0].get("dtype"), x.dtype, weight.dtype, *(e.dtype for e in spec["epilogue"]))
     algo = algorithm(spec, params)
-    fn = ("conv_transpose" if transposed else "conv") + {"gemm": "_gemm", "blas": "_blas"}.get(algo, "_fwd")
+    fn = ("conv_transpose" if transposed else "conv") + {"gemm": "_gemm", "blas": "_blas", "dnnl": "_dnnl"}.get(algo, "_fwd")
     reserved = {"x", "w", "wm", "y", "yr", "xr", "xc", "k", "g", "a", "e", "j", "p", "p0", "pp", "nj", "m0", "mr",
                 "ow", "iw", "ih", "id", "oh", "od", "row", "acc", "bias", "wv", "lo", "hi", "off", "blk", "k0", "k1",
                 "cg", "kg", "nb", "work", "bp", "tile", "tr", "dst", "zd", "zh", "zw", "T", "R", "P", "panels",
-                "a_rows", "okd", "okh", "okw", "qd", "qh", "qw"}
+                "a_rows", "okd", "okh", "okw", "qd", "qh", "qw", *DNNL_LOCALS}
     ep = c_epilogue(ctx, spec, spec["conv"], {"scalar": "0", "channel": "k",
-                                              "full": "row * P + p" if algo in ("gemm", "blas") else "row * OW + ow"},
+                                              "full": "row * P + p" if algo in ("gemm", "blas", "dnnl") else "row * OW + ow"},
                     reserved | {"col", "xg", "direct", "dst", "t", "b", "c", "n", "r"})
     c_args = ", ".join(["const float* x", "const float* wm" if algo == "gemm" and not transposed else "const float* w",
                         *(["const float* bias"] if bias is not None else []),
@@ -307,17 +327,18 @@ def render(match: Any, params: dict[str, Any]) -> str:
                         *(f"float {s}" for s in ep.scalars)])
     what = (f"{'Transposed convolution' if transposed else 'Convolution'} ({nd}-D as 3-D), groups, "
             f"{'bias, ' if bias is not None else ''}epilogue: y = {match.kind}.")
-    c_source = {"gemm": _gemm, "blas": _blas}.get(algo, _direct)(spec, fn, what, params, ep, c_args)
+    c_source = {"gemm": _gemm, "blas": _blas, "dnnl": _dnnl}.get(algo, _direct)(spec, fn, what, params, ep, c_args)
     extra = "".join(f", {o.strip(', ')}: torch.Tensor" for o in ep.operands) + \
         "".join(f", {s}: float" for s in ep.scalars)
     host = conv_host.head(spec, "", extra, "x.dtype") + \
-        LAUNCH.format(fn=fn, prep="".join(ep.prep) + ((BLAS_COL_T if transposed else BLAS_COL) if algo == "blas" else ""),
+        (conv_dnnl.HOST_CALL if algo == "dnnl" else LAUNCH).format(fn=fn, prep="".join(ep.prep) + ((BLAS_COL_T if transposed else BLAS_COL) if algo == "blas" else ""),
                       ptrs=("b, " if bias is not None else "") + ("col, " if algo == "blas" else ""),
                       operands="".join(ep.operands), scalars="".join(f", {s}" for s in ep.scalars))
     call = [*conv_host.call_args(ctx, spec), *ep.forward_ops, *ep.scalars.values()]
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
-    how = {"gemm": "implicit GEMM", "blas": "patches multiplied by OpenBLAS"}.get(algo, "direct")
+    how = {"gemm": "implicit GEMM", "blas": "patches multiplied by OpenBLAS",
+           "dnnl": f"oneDNN's convolution ({params.get('layout', 'any')} layout)"}.get(algo, "direct")
     doc = f"{match.kind} in C (offline engine, no LLM, backend cpu), {how}.\n\nParameters: {knobs}.\n"
-    proto = f"void {fn}({c_args})"
+    proto = f"{'int' if algo == 'dnnl' else 'void'} {fn}({c_args})"
     return module_source(doc, c_source, [proto], fn, [host], ctx, [f"return conv({', '.join(call)})"],
                          uses_math=algo == "blas")
