@@ -7,8 +7,11 @@ shows as a growing p99. (wrk2 and vegeta do this too; neither is packaged in
 Debian, so this is ours, on asyncio + uvloop with hand-written HTTP/1.1 so the
 driver stays cheap next to the API on a small machine.)
 
-    .venv/bin/python benchmarks/open_loop.py URL --rate 1000 --seconds 15 \\
+    .venv/bin/python benchmarks/open_loop.py URL --rate 1000 --seconds 15 [--connections 64] \\
         [--header 'Authorization: Bearer T'] [--body job.json]   # --body: POST it as JSON
+
+At most --connections are open (kept alive, opened as needed), as wrk2's -c: a
+request due while all are busy waits for one, and that wait is in its latency.
 
 Prints one JSON object: rate asked and achieved, latency percentiles (ms),
 status counts, errors, the most connections open at once, and the driver's own
@@ -24,8 +27,6 @@ import resource
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
-
-MAX_CONNECTIONS = 512
 
 
 def request_bytes(url: str, headers: list[str], body: bytes | None) -> tuple[str, int, bytes]:
@@ -51,8 +52,8 @@ async def read_response(reader: asyncio.StreamReader) -> int:
 
 
 class Driver:
-    def __init__(self, host: str, port: int, payload: bytes) -> None:
-        self.host, self.port, self.payload = host, port, payload
+    def __init__(self, host: str, port: int, payload: bytes, connections: int) -> None:
+        self.host, self.port, self.payload, self.max_open = host, port, payload, connections
         self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
         self.open = self.most_open = 0
         self.waiting: asyncio.Queue[None] = asyncio.Queue()
@@ -61,7 +62,7 @@ class Driver:
         self.errors: dict[str, int] = {}
 
     async def connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        while not self.idle and self.open >= MAX_CONNECTIONS:
+        while not self.idle and self.open >= self.max_open:
             await self.waiting.get()  # a request that finds every connection busy queues, its clock running
         if self.idle:
             return self.idle.pop()
@@ -115,9 +116,10 @@ def percentile(sorted_ms: list[float], p: float) -> float | None:
     return round(sorted_ms[min(len(sorted_ms) - 1, int(p / 100 * len(sorted_ms)))], 2)
 
 
-async def measure(url: str, rate: float, seconds: float, headers: list[str], body: bytes | None) -> dict:
+async def measure(url: str, rate: float, seconds: float, headers: list[str], body: bytes | None,
+                  connections: int = 64) -> dict:
     host, port, payload = request_bytes(url, headers, body)
-    driver = Driver(host, port, payload)
+    driver = Driver(host, port, payload, connections)
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     elapsed = await driver.run(rate, seconds)
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -137,6 +139,7 @@ def main() -> None:
     ap.add_argument("url")
     ap.add_argument("--rate", type=float, default=1000, help="requests started per second")
     ap.add_argument("--seconds", type=float, default=15)
+    ap.add_argument("--connections", type=int, default=64, help="most connections open at once")
     ap.add_argument("--header", action="append", default=[], help="'Name: value', repeatable")
     ap.add_argument("--body", type=Path, help="POST this file's bytes as JSON")
     args = ap.parse_args()
@@ -145,7 +148,7 @@ def main() -> None:
         from uvloop import run
     except ImportError:
         run = asyncio.run
-    print(json.dumps(run(measure(args.url, args.rate, args.seconds, args.header, body))))
+    print(json.dumps(run(measure(args.url, args.rate, args.seconds, args.header, body, args.connections))))
 
 
 if __name__ == "__main__":
