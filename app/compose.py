@@ -14,13 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.providers import Provider, make_provider
-
 from .backends import ChosenBackend, GpuProbe, device_for, resolve_backend, visible_gpu
 from .hardware import cpu_label
 from .settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from agents.providers import Provider
     from agents.search import Search, SearchConfig
     from sandbox import EvalOptions
 
@@ -60,6 +59,8 @@ def build_provider(name: str, model: str | None, base_url: str | None) -> Provid
     settings = get_settings()
     key = settings.openai_api_key if name == "openai" else settings.anthropic_api_key
     prices = json.loads(settings.prices_json) if settings.prices_json else None
+    from agents.providers import make_provider  # the provider SDKs take seconds to import: only when used
+
     return make_provider(name, model=model or settings.model, base_url=base_url or settings.base_url,
                          api_key=key.get_secret_value() if key else None, prices=prices)
 

@@ -9,8 +9,10 @@ another to execute the candidate on those inputs, then runs every check.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +51,10 @@ class EvalOptions:
     tolerance: tuple[float, float] | None = None
     threads: int | None = None  # on the CPU: threads of candidate and baselines alike (None: every CPU granted)
     interleave: bool = True  # native CPU timing: baselines and candidate timed by turns, set by set
+    # One search's candidates: the reference's correctness trials (default and perturbed sizes)
+    # run once per warm judge and are replayed for the next candidates of the same reference,
+    # same seeds; timing sets and baselines stay fresh per candidate (see ``Judge._kept``).
+    reuse_reference: bool = False
 
 
 def resolve_device(device: str) -> str:
@@ -142,6 +148,8 @@ class Judge:
     warm: bool = True
     _sessions: dict[tuple[str, str], tuple[Any, RunnerSession]] = field(default_factory=dict)
     _spent: Spent = field(default_factory=Spent)
+    # reference key -> (its correctness trials' plan entries, their frames), newest last
+    _kept: OrderedDict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = field(default_factory=OrderedDict)
 
     def session(self, sandbox: str, device: str) -> RunnerSession:
         key = (sandbox, device)
@@ -255,10 +263,17 @@ class Judge:
         compile_baseline = options.compile_baseline if options.compile_baseline is not None else \
             (device == "cuda" or native_cpu)
         plan = plan_trials(problem, options, reps)
+        kept_key = _kept_key(problem, reference_name, device, options) if options.reuse_reference else None
+        replay = self._kept.get(kept_key) if kept_key is not None else None
+        if replay is not None:
+            self._kept.move_to_end(kept_key)
+            plan = [*replay[0], *(dict(p, index=len(replay[0]) + i) for i, p in enumerate(q for q in plan
+                                                                                         if q["tag"] == "timing"))]
         ref_job = {"role": "reference", "source": problem.run_source, "filename": reference_name, "device": device,
                    "trials": plan, "constants": sorted(problem.size_constants()), "defaults": problem.literal_dims,
                    "time_reps": reps, "compile_baseline": compile_baseline, "native_timing": native_cpu,
-                   "threads": options.threads, "large": (input_bytes(problem) or 0) > LARGE_INPUT_BYTES}
+                   "threads": options.threads, "large": (input_bytes(problem) or 0) > LARGE_INPUT_BYTES,
+                   "replayed": [p["index"] for p in replay[0]] if replay is not None else []}
         cached_key, cached = None, None
         if native_cpu:
             ref_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
@@ -278,6 +293,10 @@ class Judge:
             ref = self._run(options, device, ref_job, COMPILE_ALLOWANCE_S if compile_baseline and reps else 0.0)
         except SandboxError as exc:
             raise ProblemError(f"the sandbox failed while running the reference: {exc}") from exc
+        if replay is not None:
+            ref.frames.extend(replay[1])
+        elif kept_key is not None and ref.finished and ref.first("error") is None:
+            self._keep(kept_key, plan, ref)
         packed = ref.first("compiled_cache")
         if compiled_key is not None and packed is not None and hasattr(packed.get("data"), "numpy"):
             baseline_cache.compiled_store(compiled_key, packed["data"].numpy().tobytes())
@@ -338,6 +357,17 @@ class Judge:
             if ref.parked is not None:  # the candidate never reached its timed pass
                 self._turns(options, device, [ref], drop=True)
 
+    def _keep(self, key: str, plan: list[dict[str, Any]], ref: JobOutcome) -> None:
+        """The reference's correctness trials, for the next candidates of the same reference."""
+        trials = [p for p in plan if p["tag"] != "timing"]
+        indexes = {p["index"] for p in trials}
+        frames = [f for f in ref.of_kind("trial") if f.get("index") in indexes]
+        if len(frames) != len(trials) or _nbytes(frames) > KEPT_REFERENCE_BYTES:
+            return
+        self._kept[key] = (trials, frames)
+        while len(self._kept) > KEPT_REFERENCES:
+            self._kept.popitem(last=False)
+
     def _turns(self, options: EvalOptions, device: str, outcomes: list[JobOutcome], drop: bool = False) -> None:
         """The parked jobs' timed passes by turns (``sandbox/runner/turns.py``), or ended."""
         started = time.monotonic()
@@ -355,6 +385,27 @@ class Judge:
             if not session.alive:
                 driver, _ = self._sessions.pop((options.sandbox, device))
                 driver.stop(session)
+
+
+# Replayed references: how many, and the most memory their trials may hold each.
+KEPT_REFERENCES = 2
+KEPT_REFERENCE_BYTES = 1 << 30
+
+
+def _kept_key(problem: Problem, name: str, device: str, options: EvalOptions) -> str:
+    """What a reference's correctness trials depend on: its source, device, trial count and threads."""
+    text = "\0".join([problem.run_source, name, device, str(options.trials), str(options.threads)])
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _nbytes(value: Any) -> int:
+    if hasattr(value, "element_size") and hasattr(value, "nelement"):
+        return int(value.element_size() * value.nelement())
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v) for v in value)
+    return 0
 
 
 def _uint8(data: bytes) -> Any:

@@ -12,6 +12,8 @@ the last saved attempt.
 
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 import time
 from collections.abc import Callable
@@ -49,7 +51,7 @@ class Search:
         self.analysis: dict[str, Any] = {}
         self.on_event = on_event or (lambda e: None)
         self.path = Path(trajectory_path) if trajectory_path else None
-        self.verifier = Verifier(evaluator, options, provider)
+        self.verifier = Verifier(evaluator, reusing_reference(options), provider)
         self.planner = Planner(provider) if provider else None
         self.coder = Coder(provider) if provider else None
 
@@ -314,6 +316,15 @@ class Search:
             previous = attempt
             draft = (self.coder.speed_up(ctx, draft, draft.code or "", feedback) if draft.code is not None and slow
                      else self.coder.repair(ctx, draft, draft.code or "", feedback))
+
+
+def reusing_reference(options: Any) -> Any:
+    """The judge's options for one search's candidates: the reference's correctness trials run
+    once and are replayed for the next candidates (EvalOptions.reuse_reference); a final
+    evaluation outside the search keeps fresh seeds."""
+    if dataclasses.is_dataclass(options) and hasattr(options, "reuse_reference"):
+        return dataclasses.replace(options, reuse_reference=True)
+    return options
 
 
 def _score(attempt: Attempt | None) -> float:

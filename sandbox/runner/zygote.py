@@ -41,6 +41,14 @@ F_SETPIPE_SZ = 1031
 RUNNER_NICE = -5
 
 
+
+def _no_precompiled_headers() -> None:
+    os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None:
+        config.cpp_cache_precompile_headers = False
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="kforge-runner")
     p.add_argument("--scratch-root", required=True)
@@ -146,6 +154,10 @@ class Runner:
                 os.environ[var] = home
             # its own directory: what a reference's job packs for its next run (runner/compiled.py)
             os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(home, "inductor")
+            # No precompiled C++ headers: inductor keeps them outside its cache directory, where a
+            # job cannot reuse them, so every torch.compile baseline paid ~12 s for one even when
+            # its kernels came from the packed cache (runner/compiled.py): 15 s -> 2 s warm here.
+            _no_precompiled_headers()
             tempfile.tempdir = home  # the runner may have cached another (inductor asks gettempdir)
             os.chdir(os.path.join(scratch, "cwd"))
             confine.confine_child(
@@ -280,3 +292,4 @@ def _listen(path: str) -> socket.socket:
 
 if __name__ == "__main__":
     main()
+
