@@ -61,38 +61,50 @@ class Driver:
         self.statuses: dict[int, int] = {}
         self.errors: dict[str, int] = {}
 
-    async def connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, bool]:
+        """(reader, writer, reused): an idle kept-alive connection, or a new one."""
         while not self.idle and self.open >= self.max_open:
             await self.waiting.get()  # a request that finds every connection busy queues, its clock running
         if self.idle:
-            return self.idle.pop()
+            return (*self.idle.pop(), True)
         self.open += 1
         self.most_open = max(self.most_open, self.open)
         try:
-            return await asyncio.open_connection(self.host, self.port)
+            return (*await asyncio.open_connection(self.host, self.port), False)
         except BaseException:
             self.open -= 1
             raise
 
+    def error(self, exc: BaseException) -> None:
+        self.errors[type(exc).__name__] = self.errors.get(type(exc).__name__, 0) + 1
+
     async def one(self, due: float) -> None:
         try:
-            conn = await self.connection()
-        except OSError as exc:
-            self.errors[type(exc).__name__] = self.errors.get(type(exc).__name__, 0) + 1
+            for _ in range(2):
+                try:
+                    reader, writer, reused = await self.connection()
+                except OSError as exc:
+                    self.error(exc)
+                    return
+                try:
+                    writer.write(self.payload)
+                    status = await read_response(reader)
+                except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
+                    writer.close()
+                    self.open -= 1
+                    # The server closes a connection idle past its keep-alive timeout; a client sends again on a
+                    # new one when a reused connection ends before any answer (as HTTP clients do).
+                    if reused and isinstance(exc, (ConnectionError, asyncio.IncompleteReadError)) \
+                            and not getattr(exc, "partial", b""):
+                        continue
+                    self.error(exc)
+                    return
+                self.latencies.append(time.perf_counter() - due)
+                self.statuses[status] = self.statuses.get(status, 0) + 1
+                self.idle.append((reader, writer))
+                return
+        finally:
             self.waiting.put_nowait(None)
-            return
-        try:
-            conn[1].write(self.payload)
-            status = await read_response(conn[0])
-        except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
-            self.errors[type(exc).__name__] = self.errors.get(type(exc).__name__, 0) + 1
-            conn[1].close()
-            self.open -= 1
-        else:
-            self.latencies.append(time.perf_counter() - due)
-            self.statuses[status] = self.statuses.get(status, 0) + 1
-            self.idle.append(conn)
-        self.waiting.put_nowait(None)
 
     async def run(self, rate: float, seconds: float) -> float:
         """Starts request i at start + i / rate; returns the seconds until the last answer."""

@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 bash scripts/apt-need.sh libopenblas0-openmp libopenblas-dev libdnnl-dev \
   || echo "warning: OpenBLAS or oneDNN is not installed; native kernels that call cblas_* / dnnl_* will not link" >&2
 
+# hey: the closed-loop load generator of benchmarks/api_load.py (its open-loop driver is ours).
+bash scripts/apt-need.sh hey || echo "warning: hey is not installed; benchmarks/api_load.py needs it" >&2
+
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

@@ -5,8 +5,8 @@ request makes one trip: `await db.run(fn)` opens a session, calls
 `fn(session)`, commits, sends the jobs it queued to the broker (after the
 commit: a worker must find the row; app/jobs/broker.py), announces the jobs
 it finished, and closes. On PostgreSQL a prebuilt read (`await db.rows(stmt,
-params)`) skips the thread and the session: it runs on the event loop
-(app/db/loop_reads.py)."""
+params)`) and a one-statement write (`await db.write(...)`) skip the thread and
+the session: they run on the event loop (app/db/loop_reads.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..db.loop_reads import loop_pool
 from ..db.session import engine_for
-from ..jobs.broker import after_commit
+from ..jobs.broker import after_commit, send
 
 T = TypeVar("T")
 
@@ -43,6 +43,7 @@ def sessions(url: str) -> tuple[sessionmaker[Session], sessionmaker[Session]]:
 class Db:
     def __init__(self, url: str) -> None:
         self.url = url
+        self.on_loop = url.startswith("postgresql")  # rows() and write() run on the event loop
 
     async def run(self, fn: Callable[[Session], T]) -> T:
         """`fn` in a transaction: committed, then the jobs it queued are sent."""
@@ -55,9 +56,18 @@ class Db:
     async def rows(self, statement: Executable, params: dict[str, Any]) -> list[dict[str, Any]]:
         """The rows of a prebuilt Core select, as dicts: on the event loop on
         PostgreSQL, through `read` elsewhere (SQLite)."""
-        if self.url.startswith("postgresql"):
+        if self.on_loop:
             return await loop_pool(self.url).fetch(statement, params)
         return await self.read(lambda s: [dict(r) for r in s.connection().execute(statement, params).mappings()])
+
+    async def write(self, statement: Executable, params: dict[str, Any], queued: list[tuple[str, str]]) -> None:
+        """PostgreSQL only: one idempotent statement (LoopPool.execute), its own
+        transaction, on the event loop; then the jobs `queued` ((id, queue)) are
+        sent, in the thread pool (Celery's client blocks; a broker outage leaves
+        them for the reaper, as after `run`)."""
+        await loop_pool(self.url).execute(statement, params)
+        if queued:
+            await run_in_threadpool(send, queued)
 
     def run_sync(self, fn: Callable[[Session], T], read: bool = False) -> T:
         try:

@@ -1,11 +1,12 @@
-"""Reads on PostgreSQL from the event loop itself. Why: the API's hot reads
-(a job by id) spent more CPU handing the query to a pool thread and through
-SQLAlchemy's session and execution machinery than PostgreSQL spent answering
-it (docs/benchmarks.md, issue 31). Here a prebuilt Core statement is compiled
-once to SQL and run on a psycopg async connection in autocommit (no BEGIN or
-COMMIT; psycopg prepares a statement it has seen a few times), one small pool
-per event loop. Rows come back as dicts with timestamps in UTC, the values
-SQLAlchemy would give (UTCDateTime, JSON)."""
+"""Statements on PostgreSQL from the event loop itself. Why: the API's hot
+paths (a job by id, a submission) spent more CPU handing the query to a pool
+thread and through SQLAlchemy's session and execution machinery than
+PostgreSQL spent answering it (docs/benchmarks.md, issue 31). Here a prebuilt
+Core statement is compiled once to SQL and run on a psycopg async connection
+in autocommit (no BEGIN or COMMIT round trips; psycopg prepares a statement it
+has seen a few times), one small pool per event loop. Rows come back as dicts
+with timestamps in UTC, the values SQLAlchemy would give (UTCDateTime, JSON);
+dict and list parameters go out as JSON."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
+from psycopg.types.json import Json
 from sqlalchemy import Executable
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
@@ -42,6 +44,10 @@ def _utc(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _adapted(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: Json(v) if isinstance(v, (dict, list)) else v for k, v in params.items()}
+
+
 class LoopPool:
     """Up to `size` connections, used by one event loop only (no locks: the loop is single-threaded)."""
 
@@ -55,17 +61,27 @@ class LoopPool:
                                                      connect_timeout=5)
 
     async def fetch(self, statement: Executable, params: dict[str, Any]) -> list[dict[str, Any]]:
-        """All rows of `statement`. A pooled connection the server closed (a
-        restart) is dropped and the read runs once more on a new one; when that
-        fails too, psycopg's OperationalError says the database is down (503)."""
-        sql = compiled(statement)
+        """All rows of `statement`."""
+        return await self._run(statement, params, True)
+
+    async def execute(self, statement: Executable, params: dict[str, Any]) -> int:
+        """A write, its own transaction (autocommit); the rows it touched. It
+        may run twice (see `_run`): give it a key chosen by the caller and ON
+        CONFLICT DO NOTHING, so the second run changes nothing."""
+        return await self._run(statement, params, False)
+
+    async def _run(self, statement: Executable, params: dict[str, Any], rows: bool) -> Any:
+        """A pooled connection the server closed (a restart) is dropped and the
+        statement runs once more on a new one; when that fails too, psycopg's
+        OperationalError says the database is down (503)."""
+        sql, params = compiled(statement), _adapted(params)
         async with self.slots:
             for attempt in (0, 1):
                 pooled = attempt == 0 and bool(self.idle)
                 conn = self.idle.pop() if pooled else await self._connect()
                 try:
                     cur = await conn.execute(sql, params)
-                    rows = [_utc(r) for r in await cur.fetchall()]
+                    result = [_utc(r) for r in await cur.fetchall()] if rows else cur.rowcount
                 except psycopg.OperationalError:
                     await conn.close()
                     if pooled:
@@ -75,7 +91,7 @@ class LoopPool:
                     await conn.close()
                     raise
                 self.idle.append(conn)
-                return rows
+                return result
         raise AssertionError("unreachable")
 
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response, status
-from sqlalchemy.orm import Session
 
 from ...jobs import core_views as views
 from ...jobs import views as svc
-from ...jobs.broker import enqueue_after_commit
-from ...jobs.create import create_job
+from ...jobs.create import submit_job
 from ...jobs.lease import cancel_job
 from ...jobs.metrics import JOBS_SUBMITTED
 from ...jobs.status import JobStatus
@@ -26,12 +24,7 @@ Status = Literal[tuple(s.value for s in JobStatus)]  # type: ignore[valid-type] 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=JobOut, responses=responses(400),
              summary="Submit an optimisation job (reference source or a bundled problem)")
 async def submit(body: JobCreate, caller: CallerDep) -> dict:
-    def create(session: Session) -> dict:
-        job = create_job(session, caller.user, body)
-        enqueue_after_commit(session, job)
-        return svc.job_out(job, 0, owner=caller.user.name)
-
-    out = await caller.db.run(create)
+    out = await submit_job(caller.db, caller.user, body)
     JOBS_SUBMITTED.labels(kind="optimize", queue=out["queue"]).inc()
     return out
 
