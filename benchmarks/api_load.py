@@ -3,7 +3,7 @@ filtered job list at 10,000 jobs, 20 concurrent clients.
 
     bash scripts/apt-need.sh hey
     .venv/bin/python benchmarks/api_load.py [--clients 20] [--seconds 15] [--workers N] [--api-dir DIR]
-        [--rate-limit on|off] [--no-list] [--open-loop RATE]
+        [--rate-limit on|off] [--no-list] [--open-loop RATE] [--open-loop-submit RATE]
 
 Starts `kforge api` from --api-dir (default: this checkout; give an exported
 older commit to measure "before" on the same machine minutes apart) on a
@@ -14,7 +14,8 @@ stays in the path), or off with --rate-limit off (issue 31's targets). Prints a 
 API processes' CPU time per request, which the machine's other load does not
 inflate the way it inflates latency. With --open-loop RATE, reads and
 submissions are also sent at a constant RATE a second (benchmarks/open_loop.py,
-latency counted from when each request was due), so a queue cannot hide.
+latency counted from when each request was due), so a queue cannot hide;
+--open-loop-submit gives submissions a rate of their own (0: none).
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ def main() -> None:
     ap.add_argument("--no-list", action="store_true", help="skip the list at --jobs jobs")
     ap.add_argument("--open-loop", type=float, default=0, metavar="RATE",
                     help="also reads and submissions at a constant RATE/s (open loop)")
+    ap.add_argument("--open-loop-submit", type=float, default=None, metavar="RATE",
+                    help="submissions' open-loop rate (default: --open-loop's; 0: none)")
     args = ap.parse_args()
     dbname = f"kforge_bench_{secrets.token_hex(4)}"
     db_url = f"{PG}/{dbname}"
@@ -145,10 +148,13 @@ def main() -> None:
             rows.append((f"GET /v1/jobs?status=queued&kind=optimize&limit=50 ({args.jobs} jobs)", r,
                          (cpu_seconds(api.pid) - cpu0) / max(1, r["ok"] + r["bad"])))
         opened = []
-        for name, target, post in (("GET /v1/jobs/{id}", f"{url}/v1/jobs/{job_id}", None),
-                                   ("POST /v1/jobs", f"{url}/v1/jobs", body)) if args.open_loop else ():
+        submit_rate = args.open_loop if args.open_loop_submit is None else args.open_loop_submit
+        for name, target, post, rate in (("GET /v1/jobs/{id}", f"{url}/v1/jobs/{job_id}", None, args.open_loop),
+                                         ("POST /v1/jobs", f"{url}/v1/jobs", body, submit_rate)):
+            if not rate:
+                continue
             cpu0 = cpu_seconds(api.pid)
-            r = open_loop(target, token, args.open_loop, args.seconds, post)
+            r = open_loop(target, token, rate, args.seconds, post)
             opened.append((name, r, (cpu_seconds(api.pid) - cpu0) / max(1, r["answered"])))
         print(f"machine: {platform.node()} {cpu_model()}, {os.cpu_count()} CPUs; load before/after: "
               f"{os.getloadavg()}; api dir {args.api_dir}; workers {args.workers or 'default'}; "
