@@ -88,7 +88,7 @@ def _input(t: Any) -> Any:
 @pytest.mark.parametrize("name", list(CASES))
 def test_candidate_kernels_compile_for_sm90(analyses: dict[str, dict[str, Any]], name: str,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    # Other test folders run Triton in its interpreter (tests/judge/conftest.py sets the
+    # Other test folders run Triton in its interpreter (tests/sandbox/judge/conftest.py sets the
     # variable process-wide); here kernels must be real JIT functions.
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     analysis = analyses[name]

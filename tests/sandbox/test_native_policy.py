@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sandbox import native_sources, policy, policy_native
-from tests.judge import fixture_catalog as fc
+from tests.sandbox.judge import fixture_catalog as fc
 
 HEAD = "import torch\nfrom kforge_native import load_c, load_cpp\n"
 

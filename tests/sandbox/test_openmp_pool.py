@@ -8,7 +8,7 @@ two runtimes ever apart, this honest kernel would fail no_stray_work."""
 from __future__ import annotations
 
 from sandbox.judge import EvalOptions, Judge
-from tests.judge import fixture_catalog as fc
+from tests.sandbox.judge import fixture_catalog as fc
 
 REFERENCE = fc.problem("relu_affine").read_text()
 # serial at the default size (13 x 777 = 10101 elements), parallel at the grown perturbed size

@@ -10,7 +10,7 @@ import dataclasses
 
 from agents.search.loop import reusing_reference
 from sandbox.judge import EvalOptions, Judge
-from tests.judge import fixture_catalog as fc
+from tests.sandbox.judge import fixture_catalog as fc
 
 REFERENCE = fc.problem("relu_affine").read_text()
 HONEST = (fc.HONEST / "relu_affine__native.py").read_text()

@@ -12,7 +12,7 @@ import time
 
 from sandbox.judge import EvalOptions, Judge
 from sandbox.runner import freeze
-from tests.judge import fixture_catalog as fc
+from tests.sandbox.judge import fixture_catalog as fc
 
 # A job that keeps both CPUs busy three ways: its main thread, a second thread
 # (native code would be the same to the kernel) and a process it forked.
