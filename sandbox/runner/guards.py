@@ -320,7 +320,7 @@ def _watched() -> dict[str, tuple[Any, str]]:
                                                       "load_set", "_copy", "_clone", "_equal")),
                             ("sandbox.runner.harness", ("snapshot_outputs", "sync", "_clone", "_to",
                                                          "_detach", "_copy", "build", "to_cpu")),
-                            ("sandbox.runner.guards", ("stray_work", "native_thread_count")),
+                            ("sandbox.runner.guards", ("stray_work", "native_threads", "busy_threads", "_thread_stat")),
                             ("sandbox.runner.provenance", ("Provenance", "reachable_tensors", "cost", "work_of",
                                                            "tensors_in"))):
         module = _sys.modules.get(mod_name)
@@ -379,8 +379,35 @@ def _core_modules() -> dict[str, Any]:
     return {n: sys.modules.get(n) for n in ("torch", "triton", "time", "threading", "torch.cuda", "torch.testing")}
 
 
-def native_thread_count() -> int:
-    return len(os.listdir("/proc/self/task"))
+def native_threads() -> set[int]:
+    """The ids of this process's threads (native and Python alike)."""
+    return {int(t) for t in os.listdir("/proc/self/task")}
+
+
+def _thread_stat(tid: int) -> tuple[str, int] | None:
+    """(state, user + system ticks) of one of this process's threads; None once it is gone."""
+    try:
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[11]) + int(fields[12])
+
+
+def busy_threads(tids: set[int], settle_s: float = 0.02) -> list[int]:
+    """Of threads that appeared during a call, those still working after it: running, or
+    using CPU over ``settle_s``. A thread pool that a call started (OpenMP's team the first
+    time a kernel's size crosses its parallel threshold; OpenBLAS and oneDNN run on it too)
+    waits asleep once the call returns; work left running does not."""
+    time.sleep(settle_s)  # an OpenMP worker spins briefly at the end of its region, then sleeps
+    first = {t: _thread_stat(t) for t in tids}
+    time.sleep(settle_s)
+    busy = []
+    for t, a in first.items():
+        b = _thread_stat(t)
+        if a is not None and b is not None and (b[0] == "R" or b[1] > a[1]):
+            busy.append(t)
+    return busy
 
 
 def stray_work(py_threads_before: set[int], own_uid: int) -> dict[str, list[str]]:

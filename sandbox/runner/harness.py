@@ -278,7 +278,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             recorder = provenance.Provenance(launches, inputs + list(model.parameters()) + list(model.buffers()),
                                              provenance.reachable_tensors(model, module), canary=True)
             threads_before = {t.ident for t in threading.enumerate()}
-            native_start = guards.native_thread_count()
+            native_start = guards.native_threads()
             launched = launches.count
             with torch.no_grad(), recorder:
                 depth = guards.dispatch_depth()
@@ -287,17 +287,20 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                     evasion.events.append("popped the op recorder off the dispatch stack")
             sync(device)
             structure, outputs, kinds = snapshot_outputs(out)
-            native_after = guards.native_thread_count()
+            native_after = guards.native_threads()
             frame.update(unloaded=list(getattr(model, "_kforge_unloaded", [])))
             frame.update(structure=structure, outputs=outputs, kinds=kinds, ops=recorder.ops,
                          provenance=recorder.summary(out),
                          launches=launches.count - launched, inputs_after=to_cpu(inputs),
                          stray=guards.stray_work(threads_before, uid if job.get("unique_uid") else -1),
                          tamper=guard.changed() + list(dict.fromkeys(evasion.events)))
-            # Native threads that appear on a later call are work left running;
-            # the first call may legitimately start torch's own pools.
-            if native_before is not None and native_after > native_start:
-                frame["stray"]["threads"].append(f"{native_after - native_start} native thread(s)")
+            # Native threads that appear on a later call and are still working after it are
+            # work left running; the first call may legitimately start torch's own pools, and a
+            # later one a pool that then sleeps (OpenMP's team, first needed at a larger size).
+            busy = guards.busy_threads(native_after - native_start) \
+                if native_before is not None and native_after - native_start else []
+            if busy:
+                frame["stray"]["threads"].append(f"{len(busy)} native thread(s)")
             native_before = native_after
             if index == 0:
                 again_inputs = to_device(trial["inputs"], device)
