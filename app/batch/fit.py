@@ -61,7 +61,29 @@ class Fit:
 
 
 def size_names(problem: Problem) -> dict[str, int]:
-    return problem.size_constants() or dict(problem.literal_dims)
+    """The sizes to scale: module-level int constants >= 8 and the size-like ints of the
+    tuples get_inputs reads (``input_shape = (32768,)`` as ``input_shape[0]``: scaled by the
+    same factor and rounding as ``batch_size = 32768``, so sizes a reference needs equal stay
+    equal); or, for literal sizes in get_inputs, those literals."""
+    sizes = problem.size_constants()
+    if not sizes:
+        return dict(problem.literal_dims)
+    return {**sizes, **_tuple_sizes(problem.source)}
+
+
+def _tuple_sizes(source: str) -> dict[str, int]:
+    tree = ast.parse(source)
+    reads = {n.id for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == "get_inputs"
+             for n in ast.walk(f) if isinstance(n, ast.Name)}
+    out: dict[str, int] = {}
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in reads and isinstance(node.value, ast.Tuple)
+                and node.value.lineno == node.value.end_lineno
+                and all(isinstance(e, ast.Constant) and type(e.value) is int for e in node.value.elts)):
+            out.update({f"{node.targets[0].id}[{j}]": e.value for j, e in enumerate(node.value.elts)
+                        if e.value >= FLOOR})
+    return out
 
 
 def scale(value: int, factor: float) -> int:
@@ -106,6 +128,13 @@ def with_sizes(problem: Problem, sizes: dict[str, int]) -> str:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
         name = node.targets[0].id
+        if isinstance(node.value, ast.Tuple) and any(k.startswith(f"{name}[") for k in sizes):
+            v = node.value
+            items = [str(sizes.get(f"{name}[{j}]", e.value)) for j, e in enumerate(v.elts)]  # type: ignore[attr-defined]
+            text = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+            raw = lines[v.lineno - 1].encode("utf-8")
+            lines[v.lineno - 1] = (raw[:v.col_offset] + text.encode() + raw[v.end_col_offset:]).decode()
+            continue
         if name not in sizes or sizes[name] == problem.constants.get(name):
             continue
         v = node.value

@@ -144,3 +144,28 @@ def test_without_the_flag_a_problem_too_large_names_the_flag(tmp_path):
 def test_fit_memory_is_validated():
     done = run_kforge("batch", "run", str(BIG), "--fit-memory", "0", "--json")
     assert done.returncode == 2 and "--fit-memory takes a positive number" in json.loads(done.stdout)["error"]
+
+
+def test_a_tuple_get_inputs_reads_is_scaled_with_the_sizes_it_must_equal() -> None:
+    """KernelBench level1/100: `predictions * targets` needs batch_size == input_shape[0];
+    scaling batch_size alone made the fitted reference fail."""
+    from app.batch.fit import scaled_sizes, size_names, with_sizes
+    from sandbox import load_problem
+
+    source = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+              "    def forward(self, p, t):\n        return torch.mean(torch.clamp(1 - p * t, min=0))\n\n\n"
+              "batch_size = 32768\ninput_shape = (32768,)\nkernel = (3, 64)\n\n\n"
+              "def get_inputs():\n    return [torch.rand(batch_size, *input_shape), torch.rand(batch_size)]\n\n\n"
+              "def get_init_inputs():\n    return []\n")
+    problem = load_problem("hinge.py", source)
+    names = size_names(problem)
+    assert names == {"batch_size": 32768, "input_shape[0]": 32768}  # `kernel` is not read by get_inputs
+    sizes = scaled_sizes(names, 0.1)
+    assert sizes["batch_size"] == sizes["input_shape[0]"] < 32768
+    fitted = with_sizes(problem, sizes)
+    ns: dict = {}
+    exec(compile(fitted, "hinge.py", "exec"), ns)
+    p, t = ns["get_inputs"]()
+    assert p.shape == (sizes["batch_size"], sizes["batch_size"]) and t.shape == (sizes["batch_size"],)
+    ns["Model"]()(p, t)  # the fitted reference runs
+    assert "kernel = (3, 64)" in fitted
