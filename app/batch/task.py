@@ -75,12 +75,21 @@ def end_with_parent(parent: int) -> None:
     judge and with it the runner."""
     import ctypes
     import signal
-    import sys
 
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    def ended(*_: object) -> None:
+        # Not SystemExit: the executor's worker loop catches BaseException from a task, sends it
+        # back to a parent that is gone and waits for the next task -- the worker and its runner
+        # lived on after `kforge batch run` was killed, still judging. So: the exit functions
+        # (the warm judge's close stops the runner and its jobs), then out.
+        try:
+            atexit._run_exitfuncs()
+        finally:
+            os._exit(128 + signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, ended)
     ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the batch died before the line above
-        sys.exit(128 + signal.SIGTERM)
+        ended()
 
 
 def run_task(spec: TaskSpec) -> dict[str, Any]:
