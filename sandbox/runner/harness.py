@@ -258,7 +258,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
         raise LoadError(f"{filename}: defines no `ModelNew` subclass of torch.nn.Module")
     emit({"kind": "loaded", "signature": signature_of(cls), "tamper": guard.changed(), "launches": launches.count})
     uid = os.getuid()
-    native_before = None
+    later_call = False  # the first correctness call may start pools; later ones only idle ones
     sets: list[list[Any]] = []
     warm: list[Any] | None = None
     timing_model = None
@@ -298,10 +298,10 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             # work left running; the first call may legitimately start torch's own pools, and a
             # later one a pool that then sleeps (OpenMP's team, first needed at a larger size).
             busy = guards.busy_threads(native_after - native_start) \
-                if native_before is not None and native_after - native_start else []
+                if later_call and native_after - native_start else []
             if busy:
                 frame["stray"]["threads"].append(f"{len(busy)} native thread(s)")
-            native_before = native_after
+            later_call = True
             if index == 0:
                 again_inputs = to_device(trial["inputs"], device)
                 # Under a recorder like every correctness call, so the rerun looks like any other;
