@@ -47,17 +47,39 @@ def module_node(cls: str, attrs: dict[str, Any], x: Expr, name: str, path: str,
         weight = param("weight")
         if weight.kind != "param":
             raise Unsupported(f"{name}: {path}.weight is not in the state_dict")
-        return conv(transposed, nd, x, weight, param("bias"), name, raw, f"nn.{cls} ({path})")
+        node = conv(transposed, nd, x, weight, param("bias"), name, raw, f"nn.{cls} ({path})")
+        return _from_module(node, path, attrs)
     if cls in CHANNEL_NORMS:
-        return channel_norm(CHANNEL_NORMS[cls], attrs, x, name, f"nn.{cls} ({path})", param)
+        return _from_module(channel_norm(CHANNEL_NORMS[cls], attrs, x, name, f"nn.{cls} ({path})", param),
+                            path, attrs)
     if cls in POOL_MODULES:
         mode, nd = POOL_MODULES[cls]
         defaults = dict(_MAX_ARGS if mode == "max" else _AVG_ARGS)
-        return pool(mode, nd, x, name, {k: attrs.get(k, d) for k, d in defaults.items()}, f"nn.{cls} ({path})")
+        node = pool(mode, nd, x, name, {k: attrs.get(k, d) for k, d in defaults.items()}, f"nn.{cls} ({path})")
+        return _from_module(node, path, attrs)
     if cls in ADAPTIVE:
         mode, nd = ADAPTIVE[cls]
         return adaptive(mode, nd, x, name, attrs.get("output_size"), f"nn.{cls} ({path})")
     return None
+
+
+def _from_module(node: Expr, path: str, attrs: dict[str, Any]) -> Expr:
+    """Mark a layer node with the module it came from and the settings that module holds as
+    plain numbers (the same values as ``raw``): a candidate that builds the reference's
+    modules reads them at run time (``self.conv.groups``), at whatever size it was built."""
+    if node.kind != "op" or node.op not in ("conv", "pool", "channel_norm"):
+        return node  # an eval-mode norm became a pointwise chain over its buffers
+    raw = node.attrs["raw"] if "raw" in node.attrs else \
+        {"eps": node.attrs.get("eps"), "num_groups": node.attrs.get("groups")}  # a channel norm
+    keys = {k for k, v in attrs.items() if k in raw and raw[k] == v and _number_or_numbers(v)}
+    node.attrs.update(module=path, module_keys=frozenset(keys))
+    return node
+
+
+def _number_or_numbers(v: Any) -> bool:
+    def num(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return num(v) or (isinstance(v, (list, tuple)) and bool(v) and all(num(x) for x in v))
 
 
 def call_node(target: str, get: Get, x: Expr, name: str, tensor: Callable[[Any], Expr] | None = None

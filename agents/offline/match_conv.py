@@ -30,11 +30,11 @@ def conv(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
         raise NoMatch(f"groups {groups!r}")
     epilogue, kinds = epilogue_operands(root, cv, out_shape)
     spec = {"x": x, "weight": float_leaf(weight, "the weight"), "bias": bias if bias.kind == "param" else None,
-            "nd": nd, "transposed": transposed, "groups": ctx.setting(groups, "groups"),
-            "stride": per_dim(ctx, raw.get("stride", 1), "stride", nd),
-            "padding": per_dim(ctx, raw.get("padding", 0), "padding", nd),
-            "dilation": per_dim(ctx, raw.get("dilation", 1), "dilation", nd),
-            "output_padding": per_dim(ctx, raw.get("output_padding", 0), "output_padding", nd),
+            "nd": nd, "transposed": transposed, "groups": ctx.setting(groups, "groups", cv),
+            "stride": per_dim(ctx, raw.get("stride", 1), "stride", nd, cv),
+            "padding": per_dim(ctx, raw.get("padding", 0), "padding", nd, cv),
+            "dilation": per_dim(ctx, raw.get("dilation", 1), "dilation", nd, cv),
+            "output_padding": per_dim(ctx, raw.get("output_padding", 0), "output_padding", nd, cv),
             "conv": cv, "root": root, "consts": [], "epilogue": epilogue, "kinds": kinds, "out_shape": out_shape}
     ops = [n.op for n in root.walk() if n.kind == "op" and n.op not in ("conv", "identity", "cast")]
     kind = ("conv_transpose" if transposed else "conv") + f"{nd}d" + "".join(f" + {o}" for o in dict.fromkeys(ops))

@@ -29,15 +29,16 @@ def _dim(dim: Any, nd: int) -> int:
     return dim % max(nd, 1)
 
 
-def per_dim(ctx: Context, raw: Any, name: str, nd: int) -> list[Expr]:
-    """One bound const per spatial dim for a setting given as an int or an nd-long sequence."""
+def per_dim(ctx: Context, raw: Any, name: str, nd: int, layer: Expr | None = None) -> list[Expr]:
+    """One bound const per spatial dim for a setting given as an int or an nd-long sequence
+    (read from ``layer``'s module where Context.setting can)."""
     if isinstance(raw, bool) or raw is None:
         raise NoMatch(f"{name} is {raw!r}")
     if isinstance(raw, int):
-        e = ctx.setting(raw, name)
+        e = ctx.setting(raw, name, layer)
         return [e] * nd
     if isinstance(raw, (list, tuple)) and len(raw) == nd and all(isinstance(v, int) for v in raw):
-        return [ctx.setting(v, name) for v in raw]
+        return [ctx.setting(v, name, layer, j) for j, v in enumerate(raw)]
     raise NoMatch(f"{name} {raw!r} is neither an int nor {nd} ints")
 
 
@@ -51,10 +52,10 @@ def pooling(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     if raw.get("divisor_override") is not None and not isinstance(raw["divisor_override"], int):
         raise NoMatch("divisor_override is not an int")
     spec = {"x": x, "mode": mode, "nd": nd, "out_shape": out_shape,
-            "kernel": per_dim(ctx, raw["kernel_size"], "kernel_size", nd),
-            "stride": per_dim(ctx, raw["stride"], "stride", nd),
-            "padding": per_dim(ctx, raw["padding"], "padding", nd),
-            "dilation": per_dim(ctx, raw["dilation"], "dilation", nd),
+            "kernel": per_dim(ctx, raw["kernel_size"], "kernel_size", nd, root),
+            "stride": per_dim(ctx, raw["stride"], "stride", nd, root),
+            "padding": per_dim(ctx, raw["padding"], "padding", nd, root),
+            "dilation": per_dim(ctx, raw["dilation"], "dilation", nd, root),
             "ceil_mode": bool(raw.get("ceil_mode")), "count_include_pad": bool(raw.get("count_include_pad", True)),
             "divisor": raw.get("divisor_override")}
     return Match("pooling", f"{mode}_pool{nd}d", ctx, spec)

@@ -35,8 +35,8 @@ def channel_norm(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
         if p is not None and tuple(p.shape or ()) != (channels,):
             raise NoMatch(f"{p.name} is not one value per channel")
     kind = cn.attrs["kind"]
-    spec = {"x": x, "kind": kind, "groups": ctx.setting(groups, "num_groups") if kind == "group" else None,
-            "eps": ctx.setting(cn.attrs["eps"], "eps"), "weight": weight, "bias": bias, "out_shape": out_shape,
+    spec = {"x": x, "kind": kind, "groups": ctx.setting(groups, "num_groups", cn) if kind == "group" else None,
+            "eps": ctx.setting(cn.attrs["eps"], "eps", cn), "weight": weight, "bias": bias, "out_shape": out_shape,
             "consts": [], "norm": cn, "root": root, "epilogue": epilogue, "kinds": kinds}
     ops = [n.op for n in root.walk() if n.kind == "op" and n.op not in ("channel_norm", "identity", "cast")]
     return Match("channel_norm", kind + "_norm" + "".join(f" + {o}" for o in dict.fromkeys(ops)), ctx, spec)

@@ -8,8 +8,13 @@ traced placeholders, constructor arguments ``arg0``, ``arg1``...
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
 from typing import Any
+
+# Names a copied constructor body may read besides its own arguments and locals: what every
+# candidate module imports (templates.common.HEADER) and the builtins.
+_BODY_GLOBALS = frozenset({"torch", "nn"}) | frozenset(dir(builtins))
 
 
 @dataclass(frozen=True)
@@ -27,9 +32,23 @@ class Signature:
     init: tuple[Arg, ...] = ()
     forward: tuple[Arg, ...] = ()
     source: str = "analysis"  # "ast" when read from the reference's source
+    # The reference's constructor body (statements as source, its super().__init__() call left
+    # out) when it reads nothing but its arguments, torch, nn and builtins: ModelNew runs it
+    # to build the same submodules, parameters and buffers at every size. None otherwise.
+    init_body: tuple[str, ...] | None = None
 
     def init_names(self) -> list[str]:
         return [a.name for a in self.init if not a.star]
+
+    def init_assigns(self) -> set[str]:
+        """The attributes the copied constructor body sets on self."""
+        out: set[str] = set()
+        for stmt in self.init_body or ():
+            for node in ast.walk(ast.parse(stmt)):
+                if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                        and isinstance(node.value, ast.Name) and node.value.id == "self":
+                    out.add(node.attr)
+        return out
 
     def forward_names(self) -> list[str]:
         return [a.name for a in self.forward if not a.star]
@@ -82,11 +101,40 @@ def from_source(source: str) -> Signature | None:
     for item in model.body:
         if isinstance(item, ast.FunctionDef) and item.name == "__init__":
             found.init = _args(item)
+            found.extra["init_body"] = _init_body(item)
         elif isinstance(item, ast.FunctionDef) and item.name == "forward":
             found.forward = _args(item)
     if found.forward is None:
         return None
-    return Signature(found.init or (), found.forward, "ast")
+    return Signature(found.init or (), found.forward, "ast", found.extra.get("init_body"))
+
+
+def _is_super_init(stmt: ast.stmt) -> bool:
+    """``super().__init__(...)`` or ``super(Model, self).__init__(...)`` as a statement."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__" \
+        and isinstance(call.func.value, ast.Call) and isinstance(call.func.value.func, ast.Name) \
+        and call.func.value.func.id == "super"
+
+
+def _init_body(fn: ast.FunctionDef) -> tuple[str, ...] | None:
+    """The constructor's statements, if they read only their arguments, their own locals,
+    torch, nn and builtins (a module constant or helper class of the reference's file is not
+    in the candidate); None otherwise."""
+    body = [s for s in fn.body if not _is_super_init(s)
+            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == len(fn.body) or any(_is_super_init(s) for s in body):
+        return None  # no super().__init__() call at the top level: not a plain nn.Module constructor
+    a = fn.args
+    known = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]} | \
+        {p.arg for p in (a.vararg, a.kwarg) if p is not None} | _BODY_GLOBALS
+    names = [n for s in body for n in ast.walk(s)]
+    known |= {n.id for n in names if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    known |= {n.arg for n in names if isinstance(n, ast.arg)}  # lambda / comprehension arguments
+    if any(isinstance(n, ast.Name) and n.id not in known for n in names) or \
+            any(isinstance(n, (ast.Global, ast.Nonlocal, ast.FunctionDef, ast.ClassDef)) for n in names):
+        return None
+    return tuple(ast.unparse(s) for s in body)
 
 
 def from_analysis(analysis: dict[str, Any]) -> Signature:

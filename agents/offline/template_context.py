@@ -54,8 +54,8 @@ class Context:
     def init_attr(self, i: int) -> str:
         """The attribute of ModelNew that keeps constructor argument i."""
         name = self._init_name(i)
-        tops = {k.split(".")[0] for k in self.parameters}
-        return f"{name}_arg" if name in tops or hasattr(nn.Module, name) or name == "training" else name
+        taken = {k.split(".")[0] for k in self.parameters} | self.signature.init_assigns()
+        return f"{name}_arg" if name in taken or hasattr(nn.Module, name) or name == "training" else name
 
     def init_paths(self, value: Any) -> list[tuple[int, ...]]:
         """Where ``value`` occurs among the constructor's arguments (top level or one list deep)."""
@@ -73,18 +73,26 @@ class Context:
     def bind(self, root: Expr) -> None:
         """Mark the constants under ``root`` that equal exactly one constructor argument."""
         for e in root.walk():
-            if e.kind == "const" and e.value not in _TRIVIAL and e.bind is None and "forward" not in e.attrs:
+            if e.kind == "const" and e.value not in _TRIVIAL and e.bind is None and "forward" not in e.attrs \
+                    and "layer_attr" not in e.attrs:
                 paths = self.init_paths(e.value)
                 if len(paths) == 1:
                     e.bind = paths[0]
 
-    def setting(self, value: Any, name: str) -> Expr:
-        """A layer's setting (a kernel size, a stride...) as a const bound to the constructor
+    def setting(self, value: Any, name: str, layer: Expr | None = None, index: int | None = None) -> Expr:
+        """A layer's setting (a kernel size, a stride...) as a const bound to where forward
+        can read it. From the layer module itself (``self.conv.groups``, ``[index]`` of a
+        tuple) when ModelNew builds the reference's modules (Signature.init_body) and
+        ``layer`` is a module call that reported this setting. Else bound to the constructor
         argument that holds it: the only one of that value, or among several the one named
         like the setting (``kernel_size=kernel_size``; ``num_groups`` also matches ``groups``
         unless an argument is named ``num_groups``). Unbound when neither is unique."""
         e = const(value)
         if value in _TRIVIAL:
+            return e
+        if layer is not None and self.signature.init_body is not None \
+                and name in layer.attrs.get("module_keys", ()):
+            e.attrs["layer_attr"] = (layer.attrs["module"], name, index)
             return e
         paths = self.init_paths(value)
         if len(paths) > 1:
@@ -102,6 +110,10 @@ class Context:
         if e.kind == "const" and e.attrs.get("forward") is not None:
             arg = self.forward_arg(e.attrs["forward"])
             return f"fwd_{arg}", f"float({arg})"
+        if e.kind == "const" and e.attrs.get("layer_attr") is not None:
+            path, attr, index = e.attrs["layer_attr"]
+            arg = "_".join([*path.split("."), attr, *([str(index)] if index is not None else [])])
+            return arg, f"{self.module_access(path)}.{attr}" + (f"[{index}]" if index is not None else "")
         if e.kind != "const" or e.bind is None:
             return None
         i, *rest = e.bind
@@ -146,6 +158,11 @@ class Context:
             arg = f"{arg}.reshape({', '.join(t.format(t=arg) for t in leaf.attrs['view'])})"
         return f"{arg}.to(torch.float32)" if leaf.kind == "input" and leaf.dtype == "bool" else arg
 
+    def module_access(self, path: str) -> str:
+        if all(p.isidentifier() and not keyword.iskeyword(p) for p in path.split(".")):
+            return "self." + path
+        return f"self.get_submodule({path!r})"
+
     def param_access(self, key: str) -> str:
         if all(p.isidentifier() and not keyword.iskeyword(p) for p in key.split(".")):
             return "self." + key
@@ -153,7 +170,11 @@ class Context:
 
     def param_lines(self) -> list[str]:
         """__init__ lines that recreate every entry of the reference's state_dict, same name and
-        shape (the judge copies the reference's values in)."""
+        shape (the judge copies the reference's values in): the reference's own constructor
+        body where it can be copied (its modules, parameters and buffers at every size), else
+        one ``nn.Parameter`` per entry with its shape written over the constructor's arguments."""
+        if self.signature.init_body is not None:
+            return [line for stmt in self.signature.init_body for line in stmt.splitlines()]
         lines: list[str] = []
         made: set[str] = set()
         for key, meta in self.parameters.items():

@@ -107,14 +107,68 @@ def test_triton_kernels_match_torch_in_the_interpreter(triton_results: dict[str,
     assert len(results) == 2 and all(f == CASES[name][0] for f, _ in results), results
 
 
-def test_pool_settings_follow_the_constructor() -> None:
-    """Kernel, stride, padding and dilation are read from the constructor's arguments (the judge
-    perturbs them), by value when unique and by name when two arguments hold the same value."""
+def test_pool_settings_are_read_from_the_layer() -> None:
+    """ModelNew builds the reference's modules (its constructor body), so kernel, stride,
+    padding and dilation are read from the pooling module at run time, at whatever size the
+    judge built it."""
     source = POOLING["max3d"]  # kernel_size = 3 and dilation = 3
     (proposal, *_) = cpu_proposals(source, 1)
+    assert "self.pool = nn.MaxPool3d(kernel_size, stride=stride, padding=padding, dilation=dilation, " \
+           "ceil_mode=True)" in proposal.source
+    assert "return pool(x, (self.pool.kernel_size, self.pool.kernel_size, self.pool.kernel_size), (self.pool.stride, " \
+           "self.pool.stride, self.pool.stride), (1, 1, 1), (self.pool.dilation, self.pool.dilation, " \
+           "self.pool.dilation))" in proposal.source
+    assert analyse(source)["graph"][1]["attrs"]["dilation"] == 3  # the analysis reports it
+
+
+def test_pool_settings_follow_the_constructor_without_its_body() -> None:
+    """A constructor that reads a name of the reference's file cannot be copied: settings are
+    then bound to the constructor's arguments, by value when unique and by name when two
+    arguments hold the same value."""
+    source = POOLING["max3d"].replace("ceil_mode=True)", "ceil_mode=CEIL)").replace("dilation = 3",
+                                                                                     "dilation = 3\nCEIL = True")
+    (proposal, *_) = cpu_proposals(source, 1)
+    assert "nn.MaxPool3d" not in proposal.source
     assert "return pool(x, (self.kernel_size, self.kernel_size, self.kernel_size), (self.stride, self.stride, " \
            "self.stride), (1, 1, 1), (self.dilation, self.dilation, self.dilation))" in proposal.source
-    assert analyse(source)["graph"][1]["attrs"]["dilation"] == 3  # the analysis reports it
+
+
+# Settings and parameter dims whose values coincide at the default sizes and part at others
+# (KernelBench level1/72 and level1/84 failed the judge's perturbed sizes this way).
+COINCIDING = {
+    "transposed_out_per_group_equals_groups": (ref("""
+        class Model(nn.Module):
+            def __init__(self, cin, cout, kernel_size, stride, groups):
+                super().__init__()
+                self.conv = nn.ConvTranspose2d(cin, cout, kernel_size, stride=stride, groups=groups, bias=False)
+            def forward(self, x):
+                return self.conv(x)
+        """, "[torch.randn(2, cin, 7, 6)]", "[cin, cout, kernel_size, stride, groups]",
+        "cin = 8\ncout = 4\nkernel_size = 3\nstride = 2\ngroups = 2"), "cin = 8\ncout = 4", "cin = 12\ncout = 6"),
+    "depthwise_in_equals_out": (ref("""
+        class Model(nn.Module):
+            def __init__(self, in_channels, out_channels, kernel_size, stride):
+                super().__init__()
+                self.conv2d = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=1,
+                                        groups=in_channels)
+            def forward(self, x):
+                return self.conv2d(x)
+        """, "[torch.randn(2, in_channels, 9, 10)]", "[in_channels, out_channels, kernel_size, stride]",
+        "in_channels = 5\nout_channels = 5\nkernel_size = 3\nstride = 1"),
+        "in_channels = 5\nout_channels = 5", "in_channels = 6\nout_channels = 12"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COINCIDING))
+def test_a_kernel_follows_the_reference_at_other_sizes(name: str) -> None:
+    """Rendered at the default sizes, every proposal is right at sizes where the values that
+    coincided there differ (its modules come from the reference's constructor, its settings
+    from those modules)."""
+    source, default, other = COINCIDING[name]
+    proposals = cpu_proposals(source, 3)
+    assert proposals
+    for i, proposal in enumerate(proposals):
+        check(source.replace(default, other), proposal.source, f"coinciding_{name}_{i}")
 
 
 @pytest.fixture(scope="module")
