@@ -119,23 +119,37 @@ MAX_FLUSH_BYTES = 64 << 20
 class CacheFlush:
     """Writes a buffer twice the last-level cache (at most MAX_FLUSH_BYTES),
     so that no repetition finds its inputs or weights left in cache by the
-    one before."""
+    one before.
+
+    Two such buffers, written in turn: a flush that rewrote the one buffer found it
+    still in a cache larger than it (a VM guest's share of a 480 MB L3 here: 3 ms
+    per 64 MB when the buffer stayed cached, 7-8 ms when another 64 MB was
+    written in between). Its cost then depended on what ran between two flushes:
+    another party's turn in the timed pass, nothing in the null pass -- and the
+    outside clock charged the difference (~4.5 ms per call) to the candidate's
+    calls (a softmax of 0.5 ms rejected by ``timer_corroborated``). Alternating
+    buffers makes every flush write memory that the other one has pushed out,
+    whatever runs between, and a flush that stays cached no longer leaves the
+    inputs cached behind it."""
 
     def __init__(self) -> None:
         self.bytes = min(2 * llc_bytes(), MAX_FLUSH_BYTES)
-        self._buf = (ctypes.c_char * self.bytes)()
+        self._bufs = [(ctypes.c_char * self.bytes)() for _ in range(2)]
         self._fill = 0
+        self._turn = 0
         # Written once now: ctypes' zeroed buffer is untouched pages, and the first flush
         # would fault all of them in (~13 ms for 64 MB here) inside the timed pass but not
         # in the null pass -- the outside clock charged that to a 1-set pass's one call.
+        self()
         self()
 
     def __call__(self) -> None:
         # One thread, libc's memset: a torch op would wake torch's thread pool,
         # whose threads then spin on the CPUs the timed call's own OpenMP
         # threads need (a native kernel measured 20x slower right after it).
-        self._fill ^= 0x5A
-        _memset(self._buf, self._fill, self.bytes)
+        self._fill = (self._fill + 1) & 0xFF  # new bytes each time in either buffer
+        self._turn ^= 1
+        _memset(self._bufs[self._turn], self._fill, self.bytes)
 
 
 class Loop:
