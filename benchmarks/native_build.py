@@ -24,8 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sandbox import native_build, native_sources  # noqa: E402
+from sandbox import native_sources  # noqa: E402
 from sandbox.judge import Judge  # noqa: E402
+from sandbox.native import build as native_build  # noqa: E402
 from sandbox.runner import native, timing  # noqa: E402
 
 # 50 lines of C: a row-wise layer norm with an OpenMP-parallel outer loop.

@@ -16,14 +16,19 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import baseline_cache, check_list, native_build, native_sources, policy, policy_native, tuning
-from . import checks as C
+from . import baseline_cache, native_sources, tuning
 from .cost import Spent
 from .drivers import get_driver
 from .drivers.base import JobOutcome, RunnerSession, SandboxError
 from .errors import ProblemError
+from .native import build as native_build
+from .native import cache as native_cache
+from .policy import native as policy_native
+from .policy import python as policy
 from .problem import Problem, input_bytes, load_problem, parse_source
 from .result import EvalResult, timing_summary
+from .verdict import check_list
+from .verdict import checks as C
 
 CHECK_ORDER = check_list.ORDER
 
@@ -158,7 +163,8 @@ class Judge:
             return held[1]
         if held:
             held[0].stop(held[1])
-        driver = get_driver(sandbox)
+        # The native libraries the judge builds are shared read-only with its sandboxes.
+        driver = get_driver(sandbox, read_only_dirs=[native_cache.ensure()])
         session = driver.start(device)
         self._sessions[key] = (driver, session)
         return session

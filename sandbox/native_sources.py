@@ -2,7 +2,7 @@
 
 A ``cpu``-backend candidate builds its kernels with ``kforge_native.load_c`` /
 ``load_cpp``. Under the judge nothing is compiled by the candidate's process:
-the judge finds every source here, statically, checks it (sandbox/policy_native.py),
+the judge finds every source here, statically, checks it (sandbox/policy/native.py),
 has trusted code build it in the sandbox, and hands the candidate the built
 libraries. So a source must be visible in the text the judge holds: a string
 literal passed directly, or a module-level name bound once to a string literal.

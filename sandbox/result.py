@@ -7,9 +7,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import check_list, tolerances
-from .checks import FAIL, PASS, SKIPPED, Check, median_iqr
 from .drivers.base import JobOutcome
+from .verdict import check_list, tolerances
+from .verdict.checks import FAIL, PASS, SKIPPED, Check, median_iqr
 
 # Checks whose failure means the numbers are wrong (``correct`` is False);
 # the others catch cheating and misbehaviour around correct-looking numbers.

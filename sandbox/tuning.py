@@ -17,11 +17,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import native_build, native_sources, policy, policy_native, tolerances
+from . import native_sources
 from .drivers.base import JobOutcome, SandboxError
 from .errors import ProblemError
+from .native import build as native_build
 from .native_sources import NativeSource
+from .policy import native as policy_native
+from .policy import python as policy
 from .problem import load_problem, parse_source
+from .verdict import tolerances
 
 # Seconds of timing per tuning pass (all variants and eager together), and input sets.
 TUNE_BUDGET_S = 5.0

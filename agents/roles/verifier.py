@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox import check_list
+from sandbox.verdict import check_list
 
 from ..context import Context, Evaluator
 from ..cpu_profile import describe_timing

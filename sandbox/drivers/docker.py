@@ -13,8 +13,8 @@ has to be built, pulled or kept in step. Only the ``sandbox`` package is
 mounted, not the whole repository: the rest (app code, ``.env``) is none of a
 sandbox's business.
 
-The judge's cache of native libraries (``sandbox.native_cache``) is mounted
-read-only at the same path: candidates load what the judge built, and cannot
+Directories the judge names (``read_only_dirs``: its cache of native libraries,
+``sandbox.native.cache``) are mounted read-only at the same path: candidates load what the judge built, and cannot
 change it. Builds run in the container too (a build job), with the compiler of
 the mounted /usr (or, in image mode, the image's).
 
@@ -43,7 +43,6 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 from docker.types import DeviceRequest, LogConfig, Mount
 
-from .. import native_cache
 from .base import RunnerSession, SandboxError, sandbox_env
 from .process import PACKAGE_ROOT
 
@@ -96,6 +95,7 @@ class DockerDriver:
         start_timeout: float = 180.0,
         image_python: str = "python3",
         image_package_root: str = "/opt/kforge",
+        read_only_dirs: list[str] | None = None,
     ) -> None:
         self.image = image or os.environ.get("KFORGE_SANDBOX_IMAGE", DEFAULT_IMAGE)
         # KFORGE_SANDBOX_RUNTIME_MOUNT=0 selects image mode (the Dockerfile's `sandbox` target).
@@ -111,6 +111,7 @@ class DockerDriver:
         # and our package itself; these say where.
         self.image_python = image_python
         self.image_package_root = image_package_root
+        self.read_only_dirs = list(read_only_dirs or [])
         self._client: docker.DockerClient | None = None
         self._running: dict[int, _Running] = {}
 
@@ -183,9 +184,8 @@ class DockerDriver:
         else:
             python, package_root, mounts = self.image_python, self.image_package_root, []
         mounts.append(Mount(IPC, ipc_dir, type="bind", read_only=False))
-        # Native libraries the judge built (in this sandbox) for candidates: read-only, same path as on the host.
-        cache = native_cache.ensure()
-        mounts.append(Mount(cache, cache, type="bind", read_only=True))
+        # What the judge shares (the native libraries it built for candidates): read-only, same path as on the host.
+        mounts += [Mount(d, d, type="bind", read_only=True) for d in self.read_only_dirs]
         command = [python, "-m", "sandbox.runner.zygote", "--scratch-root", SCRATCH, "--device", device,
                    "--socket", f"{IPC}/{SOCKET_NAME}", "--kill-leftovers"]
         env = sandbox_env({

@@ -43,7 +43,11 @@ def secret_files(extra: list[str]) -> list[str]:
 class ProcessDriver:
     name = "process"
 
-    def __init__(self, hide: list[str] | None = None, isolate: bool | None = None) -> None:
+    def __init__(self, hide: list[str] | None = None, isolate: bool | None = None,
+                 read_only_dirs: list[str] | None = None) -> None:
+        # ``read_only_dirs``: what the judge shares with jobs (its native library cache). A job
+        # here sees the host's files as its uid may, so they need no mount; kept for the interface.
+        self.read_only_dirs = list(read_only_dirs or [])
         self.extra_hide = hide or []
         self.isolate = os.geteuid() == 0 if isolate is None else isolate
         self._procs: dict[int, tuple[subprocess.Popen, str]] = {}

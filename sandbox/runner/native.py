@@ -32,7 +32,7 @@ version. Libraries link against OpenBLAS (its OpenMP build, so its threads
 are the OpenMP threads the judge grants) and oneDNN (also on OpenMP) where
 the machine has them, as needed: a kernel that includes ``<cblas.h>`` may
 call its ``cblas_*`` routines, one that includes ``<oneapi/dnnl/dnnl.h>`` the
-``dnnl_*`` API (sandbox/native_inspect.py says which part).
+``dnnl_*`` API (sandbox/policy/symbols.py says which part).
 Under the judge the libraries are built before the candidate runs,
 by trusted code, into a cache the candidate can only read (``prebuilt``);
 the candidate's own process never invokes the compiler there.

@@ -4,8 +4,8 @@ not a cheat, a low report is."""
 
 from __future__ import annotations
 
-from sandbox.checks import corroboration_check
 from sandbox.drivers.base import JobOutcome
+from sandbox.verdict.checks import corroboration_check
 
 
 def _outcome(times_ms: list[float], outside_ms_per_call: float, null_ms_per_call: float = 5.0) -> JobOutcome:

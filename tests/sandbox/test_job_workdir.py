@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from sandbox import native_cache
 from sandbox.drivers.base import RunnerSession
 from sandbox.drivers.process import ProcessDriver
+from sandbox.native import cache as native_cache
 
 
 def job(source: str) -> dict[str, Any]:

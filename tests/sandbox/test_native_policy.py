@@ -1,6 +1,6 @@
 """Native sources as the judge reads them: extraction from the candidate's
 syntax tree (sandbox/native_sources.py) and the C/C++ source policy
-(sandbox/policy_native.py). Honest kernels must pass untouched; each banned
+(sandbox/policy/native.py). Honest kernels must pass untouched; each banned
 construct must be named with its line in the C text and in the candidate."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import native_sources, policy, policy_native
+from sandbox import native_sources
+from sandbox.policy import native as policy_native
+from sandbox.policy import python as policy
 from tests.sandbox.judge import fixture_catalog as fc
 
 HEAD = "import torch\nfrom kforge_native import load_c, load_cpp\n"

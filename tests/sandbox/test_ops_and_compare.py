@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from sandbox import compare, ops
+from sandbox.verdict import compare, ops
 
 
 def test_matmul_family_is_main_even_when_spelled_differently():
@@ -63,7 +63,7 @@ def test_chunked_comparison_decides_as_float64_isclose_does() -> None:
     """compare.all_close (float32 chunks with a margin, float64 for anything near the bound,
     NaN or inf) against torch.isclose in float64 on whole tensors: the same verdict on random
     outputs within 0-1.2x of the tolerance, NaN, inf and sizes across chunk borders."""
-    from sandbox.compare import CHUNK, all_close
+    from sandbox.verdict.compare import CHUNK, all_close
 
     g = torch.Generator().manual_seed(0)
     for trial in range(200):
@@ -85,7 +85,7 @@ def test_chunked_comparison_decides_as_float64_isclose_does() -> None:
 def test_thread_parity_is_judged_over_passes_long_enough_to_measure() -> None:
     """The CPU time per wall second of the timed pass: more than the granted threads (plus
     slack) fails, unless the pass was too short for the process clock to say (CPUS_USED_MIN_MS)."""
-    from sandbox.checks import CPUS_USED_MIN_MS, thread_parity_problem
+    from sandbox.verdict.checks import CPUS_USED_MIN_MS, thread_parity_problem
 
     assert thread_parity_problem({"cpus_used": 3.4, "cpus_used_over_ms": 500.0}, 2)
     assert thread_parity_problem({"cpus_used": 2.1, "cpus_used_over_ms": 500.0}, 2) is None

@@ -1,4 +1,4 @@
-"""The judge's static rules over a candidate's source (sandbox/policy.py).
+"""The judge's static rules over a candidate's source (sandbox/policy/python.py).
 
 Every honest kernel in the repo (fixtures, the bundled suite's correct
 solutions, the offline engine's templates as rendered in its tests) must read
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import policy
+from sandbox.policy import python as policy
 
 REPO = Path(__file__).resolve().parents[2]
 HONEST = sorted((REPO / "tests/fixtures/judge/honest").glob("*.py")) + sorted(

@@ -10,8 +10,9 @@ import tempfile
 
 import pytest
 
-from sandbox import native_inspect, policy_native
 from sandbox.native_sources import NativeSource
+from sandbox.policy import native as policy_native
+from sandbox.policy import symbols as native_inspect
 from sandbox.runner import native
 
 S = "\\\n"  # a backslash-newline splice

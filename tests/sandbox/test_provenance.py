@@ -1,5 +1,5 @@
 """The provenance recorder (sandbox/runner/provenance.py) and the shares the judge
-computes from it (sandbox/work_share.py), in process: a real native kernel built
+computes from it (sandbox/verdict/work_share.py), in process: a real native kernel built
 by gcc, called through the launch counter's wrapper, under the dispatch mode."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from sandbox import work_share
 from sandbox.runner import guards, native, provenance
+from sandbox.verdict import work_share
 
 SRC = r"""
 #include <stdint.h>

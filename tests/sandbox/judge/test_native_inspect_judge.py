@@ -11,8 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox import native_cache, native_sources
+from sandbox import native_sources
 from sandbox.judge import Judge
+from sandbox.native import cache as native_cache
 from sandbox.runner import native
 from tests.sandbox.judge.test_native_judge import GOOD, QUICK, RELU, candidate
 

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox import native_cache, native_sources
+from sandbox import native_sources
 from sandbox.judge import EvalOptions, Judge
+from sandbox.native import cache as native_cache
 from sandbox.runner import native
 from tests.sandbox.judge import fixture_catalog as fc
 

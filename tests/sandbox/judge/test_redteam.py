@@ -84,7 +84,7 @@ def test_redteam_fixture_fails_for_its_class(fixture: Path, request: pytest.Fixt
     assert cls and check
     source = fixture.read_text()
     if fc.header(fixture, "device") == "cuda":
-        from sandbox import policy
+        from sandbox.policy import python as policy
 
         found = policy.findings(source, fixture.name)
         assert any(f"(class {cls})" in f for f in found), f"no source-policy finding names {cls}: {found}"

@@ -22,9 +22,9 @@ import json
 import re
 from typing import Any
 
-from . import policy_native
-from .native_sources import NativeSource
-from .runner.native_inspect import FACTS_VERSION
+from ..native_sources import NativeSource
+from ..runner.native_inspect import FACTS_VERSION
+from . import native as policy_native
 
 _MATH = ("sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp exp2 exp10 expm1 log log2 log10 "
          "log1p logb ilogb pow pow10 sqrt cbrt hypot erf erfc tgamma lgamma lgamma_r gamma ceil floor trunc round "

@@ -19,10 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import native_cache, native_inspect
-from .drivers.base import JobOutcome
-from .native_sources import NativeSource
-from .runner import native
+from ..drivers.base import JobOutcome
+from ..native_sources import NativeSource
+from ..policy import symbols as native_inspect
+from ..runner import native
+from . import cache as native_cache
 
 
 @dataclass

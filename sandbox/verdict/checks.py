@@ -11,8 +11,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from ..drivers.base import JobOutcome
 from . import compare, ops, work_share
-from .drivers.base import JobOutcome
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
 
@@ -336,7 +336,7 @@ def _where(trials: list[str]) -> str:
 
 
 def policy_check(findings: list[str]) -> Check:
-    """Read from the candidate's source by the judge (see sandbox/policy.py)."""
+    """Read from the candidate's source by the judge (see sandbox/policy/python.py)."""
     if findings:
         shown = "; ".join(findings[:6]) + (f"; and {len(findings) - 6} more" if len(findings) > 6 else "")
         return Check("source_policy", FAIL, shown)

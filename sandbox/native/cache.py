@@ -21,7 +21,7 @@ import re
 import stat
 import tempfile
 
-from .runner.native_inspect import FACTS_VERSION
+from ..runner.native_inspect import FACTS_VERSION
 
 _KEY = re.compile(r"^[0-9a-f]{32}$")
 

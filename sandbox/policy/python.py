@@ -20,7 +20,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from . import policy_gpu
+from . import gpu as policy_gpu
 
 # Top-level modules a candidate may not import, and why.
 _MODULES: dict[str, str] = {

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .native_sources import NativeSource
+from ..native_sources import NativeSource
 
 HEADERS_C = {
     "stdint.h", "stddef.h", "stdbool.h", "stdlib.h", "string.h", "math.h", "float.h", "limits.h", "stdalign.h",
