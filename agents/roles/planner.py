@@ -8,7 +8,7 @@ from typing import Any
 from ..context import Context
 from ..prompting import FormatError, json_block, render, variant
 from ..providers import Completion, Provider
-from ..search.trajectory import Attempt
+from ..trajectory import Attempt
 
 
 class Planner:

@@ -13,7 +13,6 @@ the last saved attempt.
 from __future__ import annotations
 
 import dataclasses
-
 import logging
 import time
 from collections.abc import Callable
@@ -29,8 +28,8 @@ from ..providers import Completion, Provider
 from ..roles.coder import Coder, Draft
 from ..roles.planner import Planner
 from ..roles.verifier import Verification, Verifier
+from ..trajectory import Attempt, Round, Trajectory
 from .budget import Budget, LimitsExceeded, SearchConfig, TargetReached
-from .trajectory import Attempt, Round, Trajectory
 
 log = logging.getLogger("kforge.search")
 Event = Callable[[dict[str, Any]], None]

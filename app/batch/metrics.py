@@ -22,7 +22,7 @@ provider failure) counts as not correct; nothing is left out of a denominator.
   (the reference could run at the held-out sizes), the share that passed.
 - **tokens, dollars, wall time**: sums, and means per record.
 - **fastest**: per record, which of {the kernel, eager, torch.compile} the final
-  evaluation measured fastest (agents.search.comparison: "unknown" when no
+  evaluation measured fastest (agents.comparison: "unknown" when no
   speedup was measured, or no kernel was correct); `kernel_won` counts the
   records a kernel actually won, `kernel_beats_eager` those faster than eager.
 

@@ -14,8 +14,8 @@ import pytest
 
 from agents.offline import OfflineEngine, run_offline
 from agents.offline.engine import Attempt, Proposal, pick_best
-from agents.search.trajectory import Attempt as SearchAttempt
-from agents.search.trajectory import Round, Trajectory
+from agents.trajectory import Attempt as SearchAttempt
+from agents.trajectory import Round, Trajectory
 from sandbox import EvalOptions, Judge
 
 ROOT = Path(__file__).resolve().parents[2]

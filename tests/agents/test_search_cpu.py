@@ -13,7 +13,7 @@ from agents.offline import OfflineEngine
 from agents.offline.engine import Plan, Proposal
 from agents.providers import make_provider
 from agents.search import Search, SearchConfig
-from agents.search.trajectory import Trajectory
+from agents.trajectory import Trajectory
 from sandbox import EvalOptions, Judge
 from tests.agents import scripted
 from tests.fakes.llm_server import FakeLLMServer, Reply

@@ -2,18 +2,17 @@
 groups (depthwise included) and output padding, read at run time; the bias and the
 matched elementwise epilogue applied to each output before it leaves the cache.
 
-Four algorithms: the implicit GEMM of conv_gemm.py, the direct one below,
-``dnnl`` (oneDNN's convolution, conv_dnnl.py), and ``blas``: for a forward convolution, per sample and group the input's patches are
-laid out as a (C/groups * taps, positions) matrix -- a 1x1 convolution reads
-the input itself -- and OpenBLAS's sgemm multiplies the weight by it; for a
-transposed one, sgemm multiplies the transposed weight by the input into a
-(K/groups * taps, input positions) matrix whose rows are then added into the
-output planes (col2im, one output channel per thread); bias and epilogue in one
-pass after; ``algorithm`` picks (``algo=auto``: the GEMM
-unless a group has too few output channels to fill the micro-kernel, as
-depthwise ones). Both compute every
-convolution as 3-D over (N, C, D, H, W) -- a 1-D or 2-D one has size-1 leading
-spatial dims and a window of 1 there.
+Four algorithms: the implicit GEMM of conv_gemm.py, the direct one below, ``dnnl``
+(oneDNN's convolution, conv_dnnl.py), and ``blas``: for a forward convolution, per
+sample and group the input's patches are laid out as a (C/groups * taps, positions)
+matrix -- a 1x1 convolution reads the input itself -- and OpenBLAS's sgemm multiplies
+the weight by it; for a transposed one, sgemm multiplies the transposed weight by the
+input into a (K/groups * taps, input positions) matrix whose rows are then added into
+the output planes (col2im, one output channel per thread); bias and epilogue in one pass
+after; ``algorithm`` picks (``algo=auto``: the GEMM unless a group has too few output
+channels to fill the micro-kernel, as depthwise ones). Both compute every convolution as
+3-D over (N, C, D, H, W) -- a 1-D or 2-D one has size-1 leading spatial dims and a
+window of 1 there.
 
 Direct: one OpenMP iteration owns a block
 of KB output channels of one group for one (sample, output depth); for each output row
@@ -331,9 +330,10 @@ def render(match: Any, params: dict[str, Any]) -> str:
     extra = "".join(f", {o.strip(', ')}: torch.Tensor" for o in ep.operands) + \
         "".join(f", {s}: float" for s in ep.scalars)
     host = conv_host.head(spec, "", extra, "x.dtype") + \
-        (conv_dnnl.HOST_CALL if algo == "dnnl" else LAUNCH).format(fn=fn, prep="".join(ep.prep) + ((BLAS_COL_T if transposed else BLAS_COL) if algo == "blas" else ""),
-                      ptrs=("b, " if bias is not None else "") + ("col, " if algo == "blas" else ""),
-                      operands="".join(ep.operands), scalars="".join(f", {s}" for s in ep.scalars))
+        (conv_dnnl.HOST_CALL if algo == "dnnl" else LAUNCH).format(
+            fn=fn, prep="".join(ep.prep) + ((BLAS_COL_T if transposed else BLAS_COL) if algo == "blas" else ""),
+            ptrs=("b, " if bias is not None else "") + ("col, " if algo == "blas" else ""),
+            operands="".join(ep.operands), scalars="".join(f", {s}" for s in ep.scalars))
     call = [*conv_host.call_args(ctx, spec), *ep.forward_ops, *ep.scalars.values()]
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
     how = {"gemm": "implicit GEMM", "blas": "patches multiplied by OpenBLAS",

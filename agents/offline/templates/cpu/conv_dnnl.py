@@ -132,8 +132,8 @@ TRANSPOSED = '''        dnnl_deconvolution_desc_t desc;
                                                           &cw, {has_bias} ? &ub : NULL, &cd, st, dl, pl, pr);
         if (rc == dnnl_success) rc = dnnl_primitive_desc_create(&cpd, &desc, NULL, eng, NULL);'''
 
-HOST_CALL = '''{prep}    rc = lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:], 1), K, *pad3(out_sp, 1), *pad3(w.shape[2:], 1),
-       *pad3(stride, 1), *pad3(padding, 0), *pad3(dilation, 1), groups{scalars})
+HOST_CALL = '''{prep}    rc = lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:], 1), K, *pad3(out_sp, 1),
+       *pad3(w.shape[2:], 1), *pad3(stride, 1), *pad3(padding, 0), *pad3(dilation, 1), groups{scalars})
     if rc:
         raise RuntimeError(f"oneDNN refused this convolution (dnnl_status_t {{rc}})")
     return y
