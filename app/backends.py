@@ -4,8 +4,9 @@
 triton and cuda target GPUs (without one, Triton runs in its interpreter: correct,
 not timed); cpu writes C/C++ built by the system compiler and runs on the CPU,
 where the judge times it for real. `auto` picks triton where a GPU is visible and
-cpu where none is, so a CPU-only machine measures real speedups by default. One
-list, read by the CLI, the REST schema, the dashboard and the MCP tools; the
+cpu where none is, so a CPU-only machine measures real speedups by default. The
+list is agents/backends.py's (the search and the engine's templates read it too);
+here it becomes the choices of the CLI, the REST schema, the dashboard and the MCP tools; the
 choice is made by `resolve_backend`, which app.compose.choose_backend calls for
 every entry point (the worker for REST, dashboard and MCP jobs).
 """
@@ -16,11 +17,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Literal, get_args
 
+from agents import backends as registry
+
 from .errors import BadRequest
 
-Backend = Literal["triton", "cuda", "cpu"]            # a kernel language: what a search writes
+# The list is agents/backends.py's; the Literals give the REST schema its enums.
+Backend = Literal[registry.NAMES]  # type: ignore[valid-type]  # a kernel language: what a search writes
 BACKENDS: tuple[str, ...] = get_args(Backend)
-BackendChoice = Literal["auto", "triton", "cuda", "cpu"]  # what a request may ask for
+BackendChoice = Literal[("auto", *registry.NAMES)]  # type: ignore[valid-type]  # what a request may ask for
 CHOICES: tuple[str, ...] = get_args(BackendChoice)
 AUTO_GPU_BACKEND = "triton"
 

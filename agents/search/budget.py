@@ -6,6 +6,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .. import backends
+
 
 class LimitsExceeded(Exception):
     """A budget ran out; the message says which."""
@@ -13,9 +15,6 @@ class LimitsExceeded(Exception):
 
 class TargetReached(Exception):
     """A verified candidate reached the target speedup."""
-
-
-BACKENDS = ("triton", "cuda", "cpu")  # cpu: native C kernels built by kforge_native, timed on the CPU
 
 
 @dataclass
@@ -39,8 +38,7 @@ class SearchConfig:
     parallel: int = 4
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"unknown backend {self.backend!r}: one of {', '.join(BACKENDS)}")
+        backends.check(self.backend)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

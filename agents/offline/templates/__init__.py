@@ -9,6 +9,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from ... import backends
 from .pipeline import Pipeline
 
 # The families, in the order the engine tries them: each is a Triton module here and a C
@@ -24,14 +25,14 @@ def _modules(package: str) -> dict[str, ModuleType]:
 FAMILIES: dict[str, ModuleType] = _modules(__name__)
 CPU_FAMILIES: dict[str, ModuleType] = _modules(__name__ + ".cpu")
 
-# every backend also has the pipeline: a chain of the families above in one candidate
+# every backend (agents/backends.py) gets its template set, plus the pipeline: a chain of
+# the families above in one candidate
+_SETS = {"triton": FAMILIES, "cpu": CPU_FAMILIES}
 BACKENDS: dict[str, dict[str, Any]] = {
-    name: {**families, "pipeline": Pipeline(families, name)}
-    for name, families in (("triton", FAMILIES), ("cuda", FAMILIES), ("cpu", CPU_FAMILIES))}
+    spec.name: {**_SETS[spec.templates], "pipeline": Pipeline(_SETS[spec.templates], spec.name)}
+    for spec in backends.BACKENDS.values()}
 
 
 def families_for(backend: str) -> dict[str, Any]:
     """The templates that write kernels for ``backend``."""
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}: one of {', '.join(BACKENDS)}")
-    return BACKENDS[backend]
+    return BACKENDS[backends.check(backend).name]
