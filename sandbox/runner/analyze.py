@@ -139,7 +139,7 @@ def run_analyze(job: dict[str, Any], emit: Any) -> None:
     model = build(module, "Model", {"seed": job.get("seed", 0), "init_inputs": init_inputs}, device)
     seed_all(job.get("seed", 0) + 1)
     inputs = to_device(list(module.get_inputs()), device)
-    recorder = guards.OpRecorder(guards.LaunchCounter())
+    recorder = guards.recorder.OpRecorder(guards.launches.LaunchCounter())
     with torch.no_grad(), recorder:
         out = model(*inputs)
     sync(device)

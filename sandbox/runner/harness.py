@@ -247,11 +247,11 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
         timing.grant_threads(job.get("threads"))
     # Only libraries the judge built may load; the candidate never compiles.
     native.prebuilt = dict(job.get("native_prebuilt") or {})
-    launches = guards.LaunchCounter()
+    launches = guards.launches.LaunchCounter()
     launches.install()
-    evasion = guards.EvasionWatch()
+    evasion = guards.tamper.EvasionWatch()
     evasion.install()
-    guard = guards.TamperGuard()
+    guard = guards.tamper.TamperGuard()
     module = load_module(job["source"], filename, "kforge_candidate")
     cls = getattr(module, "ModelNew", None)
     if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
@@ -278,26 +278,26 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             recorder = provenance.Provenance(launches, inputs + list(model.parameters()) + list(model.buffers()),
                                              provenance.reachable_tensors(model, module), canary=True)
             threads_before = {t.ident for t in threading.enumerate()}
-            native_start = guards.native_threads()
+            native_start = guards.threads.native_threads()
             launched = launches.count
             with torch.no_grad(), recorder:
-                depth = guards.dispatch_depth()
+                depth = guards.tamper.dispatch_depth()
                 out = model(*inputs)
-                if guards.dispatch_depth() < depth:
+                if guards.tamper.dispatch_depth() < depth:
                     evasion.events.append("popped the op recorder off the dispatch stack")
             sync(device)
             structure, outputs, kinds = snapshot_outputs(out)
-            native_after = guards.native_threads()
+            native_after = guards.threads.native_threads()
             frame.update(unloaded=list(getattr(model, "_kforge_unloaded", [])))
             frame.update(structure=structure, outputs=outputs, kinds=kinds, ops=recorder.ops,
                          provenance=recorder.summary(out),
                          launches=launches.count - launched, inputs_after=to_cpu(inputs),
-                         stray=guards.stray_work(threads_before, uid if job.get("unique_uid") else -1),
+                         stray=guards.threads.stray_work(threads_before, uid if job.get("unique_uid") else -1),
                          tamper=guard.changed() + list(dict.fromkeys(evasion.events)))
             # Native threads that appear on a later call and are still working after it are
             # work left running; the first call may legitimately start torch's own pools, and a
             # later one a pool that then sleeps (OpenMP's team, first needed at a larger size).
-            busy = guards.busy_threads(native_after - native_start) \
+            busy = guards.threads.busy_threads(native_after - native_start) \
                 if later_call and native_after - native_start else []
             if busy:
                 frame["stray"]["threads"].append(f"{len(busy)} native thread(s)")
@@ -346,7 +346,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
     emit(last)
 
 
-def ablation(job: dict[str, Any], module: Any, launches: guards.LaunchCounter,
+def ablation(job: dict[str, Any], module: Any, launches: guards.launches.LaunchCounter,
              timed_model: torch.nn.Module | None) -> dict[str, Any]:
     """Forward once more with every custom kernel skipped: the judge fails the
     candidate if the output is still right. After timing it is the timed
@@ -362,7 +362,7 @@ def ablation(job: dict[str, Any], module: Any, launches: guards.LaunchCounter,
     try:
         model = timed_model if timed_model is not None else build(module, "ModelNew", trial, device)
         inputs = to_device([_clone(v) if isinstance(v, _Tensor) else v for v in trial["inputs"]], device)
-        mode = guards.Ablation(inputs + list(model.parameters()) + list(model.buffers()))
+        mode = guards.ablation.Ablation(inputs + list(model.parameters()) + list(model.buffers()))
         launches.ablation = mode
         try:
             with torch.no_grad(), mode:

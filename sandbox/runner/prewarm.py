@@ -13,7 +13,8 @@ def prewarm(device: str) -> None:
     import triton
     import triton.language as tl
 
-    from .guards import LaunchCounter, OpRecorder
+    from .guards.launches import LaunchCounter
+    from .guards.recorder import OpRecorder
 
     with OpRecorder(LaunchCounter()):
         torch.ones(4).add(1)

@@ -42,7 +42,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._python_dispatch import _disable_current_modes as _outside_modes  # bound before any candidate
 
-from .guards import _FRESH, _MADE, _STRUCTURAL, LaunchCounter, _storage
+from .guards.launches import LaunchCounter
+from .guards.ops import _FRESH, _MADE, _STRUCTURAL, _storage
 
 UNRECORDED = -1  # label element: made outside every recorded op and kernel
 
@@ -51,7 +52,7 @@ UNRECORDED = -1  # label element: made outside every recorded op and kernel
 _FACTORY = _MADE | {"arange", "scalar_tensor", "rand", "randn", "randint",
                     "rand_like", "randn_like", "randint_like", "normal", "bernoulli", "uniform_", "normal_",
                     "linspace", "logspace", "eye", "randperm", "empty_permuted", "tensor"}
-# Moves values without computing new ones (on top of guards._STRUCTURAL).
+# Moves values without computing new ones (on top of guards.ops._STRUCTURAL).
 _MOVES = _STRUCTURAL | {"constant_pad_nd", "pad", "reflection_pad1d", "reflection_pad2d", "replication_pad1d",
                         "replication_pad2d", "index_select", "gather", "repeat", "tile", "roll", "flip",
                         "movedim", "swapaxes", "squeeze_copy", "unsqueeze_copy", "view_copy", "permute_copy",

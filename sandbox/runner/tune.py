@@ -50,7 +50,7 @@ def _close(got: list[Any], want: list[Any], tolerances: dict[str, list[float]],
 def run_tune(job: dict[str, Any], emit: Emit) -> None:
     timing.grant_threads(job.get("threads"))
     native.prebuilt = dict(job.get("native_prebuilt") or {})
-    launches = guards.LaunchCounter()  # as around every candidate's native calls in the judge
+    launches = guards.launches.LaunchCounter()  # as around every candidate's native calls in the judge
     launches.install()
     reference = load_module(job["source"], job["filename"], "kforge_reference")
     for name in ("Model", "get_inputs", "get_init_inputs"):

@@ -1,5 +1,5 @@
 """The native loader (sandbox/runner/native.py) with the real compiler, and the
-launch counter's wrapping of it (sandbox/runner/guards.py): what the judge
+launch counter's wrapping of it (sandbox/runner/guards/): what the judge
 relies on when a candidate calls C."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def test_no_ctypes_object_is_reachable_without_dunders(cache: str) -> None:
 
 def test_counter_counts_native_calls_and_the_ablation_poisons_what_they_wrote(cache: str, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "kforge_native", sys.modules.get("kforge_native"))  # restored afterwards
-    counter = guards.LaunchCounter()
+    counter = guards.launches.LaunchCounter()
     counter._install_native()
     shim = sys.modules["kforge_native"]
     lib = shim.load_c(SRC.replace("TAG", uuid.uuid4().hex), PROTOS)
@@ -83,7 +83,7 @@ def test_counter_counts_native_calls_and_the_ablation_poisons_what_they_wrote(ca
     lib.axpy(x, y, 4, 1.0)
     assert counter.names == {"native:axpy": 1} and torch.equal(y, torch.ones(4))
     out = torch.empty(4)
-    with torch.no_grad(), guards.Ablation([x]) as mode:
+    with torch.no_grad(), guards.ablation.Ablation([x]) as mode:
         counter.ablation = mode
         fresh = torch.empty(4)
         lib.axpy(x, fresh, 4, 1.0)
@@ -93,7 +93,7 @@ def test_counter_counts_native_calls_and_the_ablation_poisons_what_they_wrote(ca
     assert mode.skipped == 2 and torch.isnan(fresh).all() and total == 4.0
     assert torch.equal(x, torch.ones(4)), "inputs are not poisoned"
     with pytest.raises(native.NativeArgumentError):  # the same errors as a real call, even when skipped
-        counter.ablation = guards.Ablation([])
+        counter.ablation = guards.ablation.Ablation([])
         lib.axpy(x, out, 4)
     counter.ablation = None
     assert counter.count == 4

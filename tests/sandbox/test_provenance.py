@@ -24,13 +24,13 @@ PROTOS = ["void relu_affine(const float* x, float* y, int64_t n)", "void unit(co
 
 
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory: pytest.TempPathFactory) -> tuple[guards.LaunchCounter, dict]:
+def kernels(tmp_path_factory: pytest.TempPathFactory) -> tuple[guards.launches.LaunchCounter, dict]:
     lib = native.load(SRC, PROTOS, name="prov")
-    counter = guards.LaunchCounter()
+    counter = guards.launches.LaunchCounter()
     return counter, {name: counter._wrap_native_fn(getattr(lib, name)) for name in ("relu_affine", "unit", "copy")}
 
 
-def record(counter: guards.LaunchCounter, forward, x: torch.Tensor, keep=()) -> dict:
+def record(counter: guards.launches.LaunchCounter, forward, x: torch.Tensor, keep=()) -> dict:
     mode = provenance.Provenance(counter, [x, *keep])
     with torch.no_grad(), mode:
         out = forward(x)

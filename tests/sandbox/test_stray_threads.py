@@ -13,11 +13,11 @@ from sandbox.runner import guards
 
 
 def _thread(target) -> tuple[threading.Thread, set[int]]:
-    before = guards.native_threads()
+    before = guards.threads.native_threads()
     t = threading.Thread(target=target, daemon=True)
     t.start()
     time.sleep(0.05)
-    return t, guards.native_threads() - before
+    return t, guards.threads.native_threads() - before
 
 
 def test_an_idle_new_thread_is_not_busy_and_a_spinning_one_is() -> None:
@@ -31,11 +31,11 @@ def test_an_idle_new_thread_is_not_busy_and_a_spinning_one_is() -> None:
     spinning, spin_ids = _thread(spin)
     try:
         assert len(idle_ids) == 1 and len(spin_ids) == 1
-        assert guards.busy_threads(idle_ids) == []
-        assert guards.busy_threads(spin_ids) == sorted(spin_ids)
-        assert guards.busy_threads(set()) == []
+        assert guards.threads.busy_threads(idle_ids) == []
+        assert guards.threads.busy_threads(spin_ids) == sorted(spin_ids)
+        assert guards.threads.busy_threads(set()) == []
     finally:
         stop.set()
         idle.join()
         spinning.join()
-    assert guards.busy_threads(idle_ids | spin_ids) == []  # gone threads are not busy
+    assert guards.threads.busy_threads(idle_ids | spin_ids) == []  # gone threads are not busy
