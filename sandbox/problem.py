@@ -70,15 +70,32 @@ def parse_source(source: str, filename: str, require: tuple[str, ...] = REQUIRED
 
 
 def module_constants(tree: ast.Module) -> dict[str, int | float]:
+    """Module-level numbers: ``n = 8``, chained ``height = width = 256`` and unpacked
+    ``depth, height, width = 16, 32, 32`` alike (arithmetic over earlier ones included)."""
     out: dict[str, int | float] = {}
     env: dict[str, Any] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            value = _evaluate(node.value, env)
+        if not isinstance(node, ast.Assign):
+            continue
+        for name, expr in assigned_names(node):
+            value = _evaluate(expr, env)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                out[node.targets[0].id] = value
-                env[node.targets[0].id] = value
+                out[name] = value
+                env[name] = value
     return out
+
+
+def assigned_names(node: ast.Assign) -> list[tuple[str, ast.expr]]:
+    """(name, value expression) for each plain name an assignment binds: every target of
+    a chain, and each name of a tuple unpacked from a tuple of the same length."""
+    pairs: list[tuple[str, ast.expr]] = []
+    for target in node.targets:
+        if isinstance(target, ast.Name):
+            pairs.append((target.id, node.value))
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(node.value.elts):
+            pairs += [(t.id, v) for t, v in zip(target.elts, node.value.elts, strict=True) if isinstance(t, ast.Name)]
+    return pairs
 
 
 def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:

@@ -116,14 +116,20 @@ def measured_bytes(analysis: dict[str, Any]) -> int:
     return total
 
 
-def with_sizes(problem: Problem, sizes: dict[str, int]) -> str:
+def with_sizes(problem: Problem, sizes: dict[str, int], in_place: bool = True) -> str:
     """The reference with ``sizes`` written in: a module constant's value is
-    replaced on its own line; a named literal goes back where it was."""
+    replaced on its own line (so constants computed from it follow); one bound by a
+    chain or an unpacking (``height = width = 256``, ``d, h, w = 16, 32, 32``), or any
+    with ``in_place=False``, is set again at the end of the module instead, as the
+    judge perturbs sizes (what was computed from it keeps its default: a reference
+    may need ``norm_shape = (out_channels,)`` to stay equal to a spatial size it
+    normalises over). A named literal goes back where it was."""
     if problem.literal_dims:
         return re.sub(r"\b_kforge_dim\d+\b", lambda m: str(sizes.get(m.group(0), problem.literal_dims[m.group(0)])),
                       problem.run_source)
     lines = problem.source.splitlines(keepends=True)
-    tail = []
+    tail: list[str] = []
+    done: set[str] = set()
     for node in reversed(ast.parse(problem.source).body):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
@@ -132,17 +138,25 @@ def with_sizes(problem: Problem, sizes: dict[str, int]) -> str:
             v = node.value
             items = [str(sizes.get(f"{name}[{j}]", e.value)) for j, e in enumerate(v.elts)]  # type: ignore[attr-defined]
             text = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+            done.add(name)
+            if not in_place:
+                tail.append(f"{name} = {text}\n")
+                continue
             raw = lines[v.lineno - 1].encode("utf-8")
             lines[v.lineno - 1] = (raw[:v.col_offset] + text.encode() + raw[v.end_col_offset:]).decode()
             continue
-        if name not in sizes or sizes[name] == problem.constants.get(name):
+        if name not in sizes or sizes[name] == problem.constants.get(name) or name in done:
             continue
+        done.add(name)
         v = node.value
-        if v.lineno != v.end_lineno:  # a value over several lines: overridden at the end instead
+        if v.lineno != v.end_lineno or not in_place:  # over several lines, or not in place: set at the end
             tail.append(f"{name} = {sizes[name]}\n")
             continue
         raw = lines[v.lineno - 1].encode("utf-8")  # ast offsets count UTF-8 bytes
         lines[v.lineno - 1] = (raw[:v.col_offset] + str(sizes[name]).encode() + raw[v.end_col_offset:]).decode()
+    # names bound by a chain or an unpacking, never rewritten above
+    tail += [f"{k} = {v}\n" for k, v in sizes.items()
+             if "[" not in k and k not in done and v != problem.constants.get(k)]
     text = "".join(lines)
     return text + ("" if text.endswith("\n") else "\n") + "".join(tail) if tail else text
 
@@ -169,13 +183,18 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
     defaults = size_names(problem)
     factor = first_factor(problem, defaults, budget) if defaults else 1.0
     last = ""
-    for _ in range(attempts):
+    in_place = True
+    for attempt in range(attempts):
         sizes = scaled_sizes(defaults, factor)
-        source = with_sizes(problem, sizes)
+        source = with_sizes(problem, sizes, in_place)
         try:
             used = measured_bytes(analyze(source, f"{problem.name}.py"))
         except ProblemError as exc:  # e.g. the sandbox's memory limit: try smaller
             last, used = str(exc), None
+            if attempt == 0 and in_place:
+                # constants computed from the sizes may have to keep their defaults (with_sizes)
+                in_place = False
+                continue
         if used is not None and used <= budget:
             return Fit(budget_gb, used, defaults, sizes, factor, source)
         if not defaults or sizes == scaled_sizes(defaults, factor / 4):

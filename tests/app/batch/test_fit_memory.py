@@ -169,3 +169,53 @@ def test_a_tuple_get_inputs_reads_is_scaled_with_the_sizes_it_must_equal() -> No
     assert p.shape == (sizes["batch_size"], sizes["batch_size"]) and t.shape == (sizes["batch_size"],)
     ns["Model"]()(p, t)  # the fitted reference runs
     assert "kernel = (3, 64)" in fitted
+
+
+CHAINED = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+           "    def __init__(self, c, shape):\n        super().__init__()\n        self.norm = nn.LayerNorm(shape)\n"
+           "    def forward(self, x):\n        return self.norm(x)\n\n\n"
+           "batch_size = 64\nchannels = 32\ndepth, height, width = 16, 32, 32\nrows = cols = 256\n"
+           "norm_shape = (width,)\n\n\n"
+           "def get_inputs():\n    return [torch.rand(batch_size, channels, depth, height, width)]\n\n\n"
+           "def get_init_inputs():\n    return [channels, norm_shape]\n")
+
+
+def test_sizes_bound_by_a_chain_or_an_unpacking_are_sizes_and_are_scaled() -> None:
+    """KernelBench level2/3, 5, 7, 34, 38, 42, 43, 47, 100 write `depth, height, width = 16, 32, 32`
+    or `height = width = 256`: the judge never perturbed those sizes and --fit-memory never
+    scaled them (nine problems 'could not fit')."""
+    from app.batch.fit import scaled_sizes
+
+    problem = load_problem("chained.py", CHAINED)
+    assert {k: problem.size_constants()[k] for k in ("depth", "height", "width", "rows", "cols")} == \
+        {"depth": 16, "height": 32, "width": 32, "rows": 256, "cols": 256}
+    sizes = scaled_sizes(size_names(problem), 0.25)
+    fitted = with_sizes(problem, sizes)
+    ns: dict = {}
+    exec(compile(fitted, "chained.py", "exec"), ns)
+    (x,) = ns["get_inputs"]()
+    assert x.shape == (sizes["batch_size"], sizes["channels"], sizes["depth"], sizes["height"], sizes["width"])
+    assert (ns["rows"], ns["cols"]) == (sizes["rows"], sizes["cols"]) == (64, 64)
+
+
+def test_a_fit_that_breaks_the_reference_in_place_sets_the_sizes_at_the_end(tmp_path: Path) -> None:
+    """Rewritten in place, constants computed from a size follow it; where the reference
+    needs them not to (level2/3's norm_shape over a spatial size), the next attempt sets
+    the sizes again after the module instead, as the judge perturbs them."""
+    path = tmp_path / "chained.py"
+    path.write_text(CHAINED)
+    seen: list[str] = []
+
+    def analyze(source: str, name: str) -> dict:
+        seen.append(source)
+        if len(seen) == 1:
+            raise F.ProblemError("the reference is unusable: Given normalized_shape=[8]")
+        return {"inputs": [{"shape": [1000], "dtype": "float32"}], "outputs": []}
+
+    fit = fit_problem(str(path), 0.05, analyze)
+    assert len(seen) == 2 and fit.source == seen[1]
+    assert "depth, height, width = 16, 32, 32" in fit.source and "batch_size = 64\n" in fit.source
+    ns: dict = {}
+    exec(compile(fit.source, "chained.py", "exec"), ns)
+    assert ns["norm_shape"] == (32,)  # computed from the default width, kept
+    assert ns["width"] == fit.sizes["width"] < 32 and ns["batch_size"] == fit.sizes["batch_size"] < 64
