@@ -12,8 +12,8 @@ import subprocess
 
 import httpx
 
-from tests.conftest import KFORGE, ROOT, run_kforge
 from tests.app.service.conftest import free_port, token, wait_for
+from tests.conftest import KFORGE, ROOT, run_kforge
 
 
 def test_batch_through_the_service_resumes_its_job(tmp_path):

@@ -14,8 +14,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
-from tests.conftest import ROOT
 from tests.app.service.conftest import free_port, pg_url, procs, redis_server, service_env, token, wait_for  # noqa: F401
+from tests.conftest import ROOT
 
 REFERENCE = (ROOT / "problems/level1/1_relu_scale.py").read_text()
 HONEST = (ROOT / "problems/level1/solutions/relu_scale/correct_triton.py").read_text()
