@@ -6,7 +6,6 @@ or our loopback test server. The SDK sends the key as `Authorization: Bearer`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import anthropic
@@ -15,37 +14,18 @@ from anthropic.types import Message as AnthropicMessage
 from agents.providers.base import Completion, Message
 from agents.providers.calls import RawReply, SdkProvider, check_messages
 from agents.providers.errors import unexpected_reply
-from agents.providers.retry import RetryPolicy
 
 KEY_ENV = "ANTHROPIC_API_KEY"
-PLACEHOLDER_KEY = "not-needed"
 
 
 class AnthropicProvider(SdkProvider):
     """Claude models with our retry policy; the SDK's own retries are off."""
 
     name, key_env, sdk, sdk_error = "anthropic", KEY_ENV, anthropic, anthropic.AnthropicError
+    missing_key = f"no API key for provider anthropic: set {KEY_ENV}"
 
-    def __init__(
-        self,
-        model: str,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 4,
-        prices: Mapping[str, Any] | None = None,
-        *,
-        base_delay_s: float = 1.0,
-        max_delay_s: float = 30.0,
-        max_retry_after_s: float = 60.0,
-    ) -> None:
-        key = self.settle(model, api_key, base_url, prices,
-                          RetryPolicy(max_retries, base_delay_s, max_delay_s, max_retry_after_s),
-                          f"no API key for provider anthropic: set {KEY_ENV}")
-        # An explicit key also stops the SDK from looking for profiles or other credentials on disk.
-        self._client = anthropic.Anthropic(
-            api_key=key or PLACEHOLDER_KEY, base_url=base_url, timeout=timeout, max_retries=0
-        )
+    def make_client(self, key: str, base_url: str | None, timeout: float) -> anthropic.Anthropic:
+        return anthropic.Anthropic(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
 
     def complete(
         self, system: str, messages: list[Message], *, max_tokens: int = 4096, temperature: float = 0.2

@@ -119,28 +119,47 @@ def sdk_call(
     )
 
 
+# The SDKs insist on a key string; a local server that needs none gets this.
+PLACEHOLDER_KEY = "not-needed"
+
+
 class SdkProvider:
     """What every SDK-backed provider holds besides its client -- model, base URL, key,
-    prices, retry policy -- and its retried, priced call (`call`). A subclass sets `name`,
-    `key_env`, `sdk` and `sdk_error`, calls `settle` first in its constructor and defines
-    `_send(request) -> RawReply` (one attempt)."""
+    prices, retry policy -- its constructor, and its retried, priced call (`call`). A
+    subclass sets `name`, `key_env`, `missing_key` (the error's text with neither a key nor
+    a base URL), `sdk` and `sdk_error`, and defines `make_client(key, base_url, timeout)`
+    (the SDK's client, its own retries off) and `_send(request) -> RawReply` (one attempt)."""
 
     name = ""
     key_env = ""
+    missing_key = ""
     sdk: ModuleType
     sdk_error: type[Exception]
 
-    def settle(self, model: str, api_key: str | None, base_url: str | None, prices: Mapping[str, Any] | None,
-               policy: RetryPolicy, missing: str) -> str | None:
-        """The key to use (None: a local server that needs none); ``missing`` is the error's
-        text when there is neither a key nor a base URL."""
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        prices: Mapping[str, Any] | None = None,
+        *,
+        base_delay_s: float = 1.0,
+        max_delay_s: float = 30.0,
+        max_retry_after_s: float = 60.0,
+    ) -> None:
         key = api_key or os.environ.get(self.key_env) or None
         if key is None and base_url is None:
-            raise ProviderConfigError(missing, provider=self.name)
+            raise ProviderConfigError(self.missing_key, provider=self.name)
         self.model, self.base_url, self._key = model, base_url, key
         self._prices = parse_prices(prices) if prices else None
-        self._policy = policy
-        return key
+        self._policy = RetryPolicy(max_retries, base_delay_s, max_delay_s, max_retry_after_s)
+        # An explicit key also stops an SDK from looking for profiles or other credentials on disk.
+        self._client = self.make_client(key or PLACEHOLDER_KEY, base_url, timeout)
+
+    def make_client(self, key: str, base_url: str | None, timeout: float) -> Any:
+        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"

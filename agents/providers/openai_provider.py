@@ -6,7 +6,6 @@ and often needs no key; the SDK insists on a string, so a placeholder is sent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import openai
@@ -15,10 +14,8 @@ from openai.types.chat import ChatCompletion
 from agents.providers.base import Completion, Message
 from agents.providers.calls import RawReply, SdkProvider, check_messages
 from agents.providers.errors import unexpected_reply
-from agents.providers.retry import RetryPolicy
 
 KEY_ENV = "OPENAI_API_KEY"
-PLACEHOLDER_KEY = "not-needed"
 # OpenAI's reasoning models (o-series, gpt-5 and later) refuse `temperature`;
 # only the older chat models are known to take it.
 _TEMPERATURE_PREFIXES = ("gpt-4", "gpt-3.5", "chatgpt-")
@@ -28,33 +25,21 @@ class OpenAIProvider(SdkProvider):
     """Chat completions through the official `openai` SDK, with our retry policy."""
 
     name, key_env, sdk, sdk_error = "openai", KEY_ENV, openai, openai.OpenAIError
+    missing_key = (f"no API key for provider openai: set {KEY_ENV}, or pass --base-url for a local "
+                   "OpenAI-compatible server that needs none")
 
-    def __init__(
-        self,
-        model: str,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 4,
-        prices: Mapping[str, Any] | None = None,
-        *,
-        base_delay_s: float = 1.0,
-        max_delay_s: float = 30.0,
-        max_retry_after_s: float = 60.0,
-        official_api: bool | None = None,
-    ) -> None:
-        """`official_api`: whether the server is OpenAI itself, which wants `max_completion_tokens` and
-        refuses `temperature` on reasoning models; by default true without `base_url` or on api.openai.com.
-        """
-        key = self.settle(model, api_key, base_url, prices,
-                          RetryPolicy(max_retries, base_delay_s, max_delay_s, max_retry_after_s),
-                          f"no API key for provider openai: set {KEY_ENV}, or pass --base-url for a local "
-                          "OpenAI-compatible server that needs none")
-        self._client = openai.OpenAI(api_key=key or PLACEHOLDER_KEY, base_url=base_url, timeout=timeout, max_retries=0)
+    def __init__(self, model: str, *args: Any, official_api: bool | None = None, **kwargs: Any) -> None:
+        """The arguments of SdkProvider, and `official_api`: whether the server is OpenAI itself,
+        which wants `max_completion_tokens` and refuses `temperature` on reasoning models; by
+        default true without `base_url` or on api.openai.com."""
+        super().__init__(model, *args, **kwargs)
         # Compatible servers know the older parameter names best.
         if official_api is None:
-            official_api = base_url is None or "api.openai.com" in base_url
+            official_api = self.base_url is None or "api.openai.com" in self.base_url
         self._official = official_api
+
+    def make_client(self, key: str, base_url: str | None, timeout: float) -> openai.OpenAI:
+        return openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
 
     def complete(
         self, system: str, messages: list[Message], *, max_tokens: int = 4096, temperature: float = 0.2
