@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
@@ -36,9 +36,12 @@ def session_factory(url: str) -> sessionmaker[Session]:
 
 
 @contextmanager
-def transaction(url: str) -> Iterator[Session]:
-    """One owner per transaction: commit on success, roll back on error."""
+def transaction(url: str, opened: Callable[[Session], None] | None = None) -> Iterator[Session]:
+    """One owner per transaction: commit on success, roll back on error. ``opened`` sees
+    the session first (app.jobs.broker.job_session hooks its commit there)."""
     session = session_factory(url)()
+    if opened is not None:
+        opened(session)
     try:
         yield session
         session.commit()

@@ -16,7 +16,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from ..db.models import Job
-from ..db.session import session_factory
+from ..db.session import transaction
 from ..settings import get_settings
 from .notify import publish_pending
 
@@ -122,7 +122,13 @@ def job_session(url: str) -> Iterator[Session]:
     """A session for one request (the dashboard's pages are sync handlers):
     commits when the handler returns, rolls back on error; the jobs it queued
     are sent after the commit and dropped on rollback."""
-    session = session_factory(url)()
+    with transaction(url, _sending) as session:
+        yield session
+
+
+def _sending(session: Session) -> None:
+    """Hooks a session so that the jobs it queued are sent after its commit and dropped on
+    rollback."""
     session.info["enqueue"] = []
 
     @event.listens_for(session, "after_commit")
@@ -134,12 +140,3 @@ def job_session(url: str) -> Iterator[Session]:
     def _drop(sess: Session) -> None:
         sess.info["enqueue"] = []
         sess.info.pop("finished", None)
-
-    try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
