@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from .expr import Expr
 from .matches import FLOATS, NoMatch
-from .templates.common import broadcast_block, supported_elementwise
+from .templates.common import broadcast_block
+from .templates.ops import supported_elementwise
 
 
 def float_leaf(e: Expr, what: str) -> Expr:

@@ -22,7 +22,7 @@ from typing import Any
 from .expr import Expr
 from .matches import Match, NoMatch
 from .template_context import Context
-from .templates.common import supported_elementwise
+from .templates.ops import supported_elementwise
 
 # (stage root, its output shape, the pipeline's context) -> (matches best first, reasons)
 MatchAll = Callable[[Expr, tuple[int, ...], Context], tuple[list[Match], list[str]]]

@@ -7,9 +7,11 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..ir import Expr
 from ..template_context import Context
+from .ops import FORMULAS, OPS, OpWriter
 
 HEADER = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
 
@@ -29,127 +31,45 @@ def _softplus(x, beta, threshold):
 ''',
 }
 
-_UNARY = {
-    "relu": "tl.maximum({0}, 0.0)",
-    "relu6": "tl.minimum(tl.maximum({0}, 0.0), 6.0)",
-    "sigmoid": "tl.sigmoid({0})",
-    "tanh": "_tanh({0})",
-    "silu": "{0} * tl.sigmoid({0})",
-    "mish": "{0} * _tanh(_softplus({0}, 1.0, 20.0))",
-    "hardsigmoid": "tl.minimum(tl.maximum({0} / 6.0 + 0.5, 0.0), 1.0)",
-    "hardswish": "{0} * tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0",
-    "selu": "1.0507009873554805 * tl.where({0} > 0.0, {0}, 1.6732632423543772 * (tl.exp({0}) - 1.0))",
-    "exp": "tl.exp({0})", "log": "tl.log({0})", "abs": "tl.abs({0})", "sqrt": "tl.sqrt({0})",
-    "rsqrt": "tl.rsqrt({0})", "sin": "tl.sin({0})", "cos": "tl.cos({0})", "erf": "tl.erf({0})",
-    "neg": "-{0}", "reciprocal": "1.0 / {0}", "square": "{0} * {0}",
-    "leaky_relu": "tl.where({0} > 0.0, {0}, {0} * {1})",
-    "elu": "tl.where({0} > 0.0, {0}, {1} * (tl.exp({0}) - 1.0))",
-    "softplus": "_softplus({0}, {1}, {2})",
-    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-    "maximum": "tl.maximum({0}, {1})", "minimum": "tl.minimum({0}, {1})",
-}
-_PASS_THROUGH = {"identity", "cast", "view"}
 # names the generated kernels and host wrappers use themselves
 KERNEL_NAMES = {"tl", "triton", "torch", "nn", "math", "pid", "offs", "mask", "n_elements", "out_ptr", "out", "shape",
                 "grid", "BLOCK"}
 
 
-def _pow(base: str, exponent: float) -> str:
-    if exponent == 0.5:
-        return f"tl.sqrt({base})"
-    if exponent == -0.5:
-        return f"tl.rsqrt({base})"
-    if float(exponent).is_integer() and 0 < abs(exponent) <= 8:
-        prod = " * ".join([base] * int(abs(exponent)))
-        return prod if exponent > 0 else f"1.0 / ({prod})"
-    # negative bases give NaN, as torch does for a non-integer exponent
-    return f"tl.exp({float(exponent)!r} * tl.log({base}))"
-
-
 @dataclass
-class ExprWriter:
-    """Writes one Triton statement per op node of an elementwise DAG.
+class ExprWriter(OpWriter):
+    """Writes one Triton statement per op node of an elementwise DAG (ops.OpWriter), and
+    collects the device helpers (``_tanh``, ``_softplus``) the statements call."""
 
-    ``values`` maps nodes already available in the kernel (loaded operands,
-    an accumulator) to their variable names. Bound constants become kernel
-    arguments, collected in ``scalars`` (kernel argument -> forward expression).
-    """
-
-    ctx: Context
-    values: dict[int, str]
-    reserved: set[str] = field(default_factory=set)
-    lines: list[str] = field(default_factory=list)
     helpers: set[str] = field(default_factory=set)
-    scalars: dict[str, str] = field(default_factory=dict)
+    column = "triton"
 
     def name_for(self, e: Expr) -> str:
-        base = e.name or "v"
         # constructor arguments become kernel arguments of the same name: keep clear of them too
         taken = self.reserved | KERNEL_NAMES | self.ctx.init_attrs() | set(self.values.values())
-        name = base
-        while name in taken:
-            name += "_"
-        return name
+        return self.fresh_name(e.name or "v", taken)
 
-    def operand(self, e: Expr) -> str:
-        if e.kind == "const":
-            bound = self.ctx.scalar(e)
-            if bound:
-                self.scalars[bound[0]] = bound[1]
-                return bound[0]
-            v = e.value
-            return repr(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v)
-        return self.emit(e)
+    def literal(self, v: Any) -> str:
+        return repr(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v)
 
-    def emit(self, e: Expr) -> str:
-        if id(e) in self.values:
-            return self.values[id(e)]
-        if e.kind != "op":
-            raise ValueError(f"{e.name}: a {e.kind} node reached the code generator without a value")
-        if e.op in _PASS_THROUGH:
-            var = self.operand(e.args[0])
-            self.values[id(e)] = var
-            return var
-        args = [self.operand(a) for a in e.args]
-        expr = self._formula(e, args)
-        var = self.name_for(e)
-        self.lines.append(f"{var} = {expr}")
-        self.values[id(e)] = var
-        return var
+    def statement(self, var: str, expr: str) -> str:
+        return f"{var} = {expr}"
 
-    def _formula(self, e: Expr, args: list[str]) -> str:
-        op = e.op
-        if op == "gelu":
-            x = args[0]
-            if e.attrs.get("approximate") == "tanh":
-                self.helpers.add("_tanh")
-                return f"0.5 * {x} * (1.0 + _tanh(0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})))"
-            return f"0.5 * {x} * (1.0 + tl.erf({x} * 0.7071067811865476))"
-        if op in ("clamp", "hardtanh"):
-            out = args[0]
-            lo, hi = e.args[1], e.args[2]
-            if not (lo.kind == "const" and lo.value is None):
-                out = f"tl.maximum({out}, {args[1]})"
-            if not (hi.kind == "const" and hi.value is None):
-                out = f"tl.minimum({out}, {args[2]})"
-            return out
-        if op == "pow":
-            return _pow(args[0], float(e.args[1].value))
-        for helper in ("_tanh", "_softplus"):
-            if helper in _UNARY.get(op, ""):
-                self.helpers.add(helper)
-        return _UNARY[op].format(*args)
+    def spelled(self, op: str, args: list[str]) -> str:
+        form = (OPS.get(op) or FORMULAS[op]).triton
+        self.helpers.update(h for h in ("_tanh", "_softplus") if h + "(" in form)
+        return form.format(*args)
 
-
-def supported_elementwise(e: Expr) -> str | None:
-    """Why this op node cannot go through ExprWriter, or None if it can."""
-    if e.op in _PASS_THROUGH or e.op in _UNARY or e.op in ("gelu", "clamp", "hardtanh"):
-        return None
-    if e.op == "pow":
-        ex = e.args[1] if len(e.args) > 1 else None
-        ok = ex is not None and ex.kind == "const" and isinstance(ex.value, (int, float)) and "forward" not in ex.attrs
-        return None if ok else f"{e.name}: pow with a tensor exponent or one passed to forward"
-    return f"{e.name}: {e.op} is not elementwise"
+    def power(self, base: str, exponent: float) -> str:
+        if exponent == 0.5:
+            return f"tl.sqrt({base})"
+        if exponent == -0.5:
+            return f"tl.rsqrt({base})"
+        if float(exponent).is_integer() and 0 < abs(exponent) <= 8:
+            prod = " * ".join([base] * int(abs(exponent)))
+            return prod if exponent > 0 else f"1.0 / ({prod})"
+        # negative bases give NaN, as torch does for a non-integer exponent
+        return f"tl.exp({float(exponent)!r} * tl.log({base}))"
 
 
 def helper_source(names: Iterable[str]) -> str:

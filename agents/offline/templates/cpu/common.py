@@ -7,33 +7,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...ir import Expr
 from ...template_context import Context
 from ..common import model_class
+from ..ops import OpWriter
 
 HEADER = "import torch\nimport torch.nn as nn\nfrom kforge_native import load_c\n"
 
-_UNARY = {
-    "relu": "({0} > 0.0f ? {0} : 0.0f)",
-    "relu6": "({0} > 6.0f ? 6.0f : ({0} > 0.0f ? {0} : 0.0f))",
-    "sigmoid": "kf_sigmoid({0})",
-    "tanh": "kf_tanh({0})",
-    "silu": "{0} * kf_sigmoid({0})",
-    "mish": "{0} * kf_tanh(kf_softplus({0}, 1.0f, 20.0f))",
-    "hardsigmoid": "kf_clamp({0} / 6.0f + 0.5f, 0.0f, 1.0f)",
-    "hardswish": "{0} * kf_clamp({0} + 3.0f, 0.0f, 6.0f) / 6.0f",
-    "selu": "1.0507009873554805f * ({0} > 0.0f ? {0} : 1.6732632423543772f * (kf_exp({0}) - 1.0f))",
-    "exp": "kf_exp({0})", "log": "logf({0})", "abs": "fabsf({0})", "sqrt": "sqrtf({0})",
-    "rsqrt": "(1.0f / sqrtf({0}))", "sin": "sinf({0})", "cos": "cosf({0})", "erf": "kf_erf({0})",
-    "neg": "(-{0})", "reciprocal": "(1.0f / {0})", "square": "({0} * {0})",
-    "leaky_relu": "({0} > 0.0f ? {0} : {0} * {1})",
-    "elu": "({0} > 0.0f ? {0} : {1} * (kf_exp({0}) - 1.0f))",
-    "softplus": "kf_softplus({0}, {1}, {2})",
-    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "div": "({0} / {1})",
-    "maximum": "kf_max({0}, {1})", "minimum": "kf_min({0}, {1})",
-}
-_PASS_THROUGH = {"identity", "cast", "view"}
 # Ops that are a cheap expression of their first argument where it is > 0 (their costly
 # branch, exp, is for the rest): the elementwise template's positive fast path
 # (``CWriter.positive``) writes these when a block of that argument is all positive.
@@ -75,93 +57,41 @@ def helper_names(code: str) -> set[str]:
 
 
 @dataclass
-class CWriter:
-    """Writes one C statement (``const float v = ...;``) per op node of an elementwise DAG.
+class CWriter(OpWriter):
+    """Writes one C statement (``const float v = ...;``) per op node of an elementwise DAG
+    (ops.OpWriter). Bound constants become float arguments of the kernel."""
 
-    ``values`` maps nodes already available (loaded operands, an accumulator) to C
-    variable names. Bound constants become float arguments of the kernel, collected in
-    ``scalars`` (C argument -> forward expression).
-    """
-
-    ctx: Context
-    values: dict[int, str]
-    reserved: set[str] = field(default_factory=set)
-    lines: list[str] = field(default_factory=list)
-    scalars: dict[str, str] = field(default_factory=dict)
     # C variables known to be > 0 here: an op of POSITIVE_FORMS on one of them is written
     # in its positive form (the caller checked the block)
     positive: set[str] = field(default_factory=set)
+    column = "c"
 
     def name_for(self, e: Expr) -> str:
         base = "v_" + "".join(ch if ch.isalnum() else "_" for ch in (e.name or "v"))
-        taken = self.reserved | C_RESERVED | set(self.values.values()) | set(self.scalars)
-        name = base
-        while name in taken:
-            name += "_"
-        return name
+        return self.fresh_name(base, self.reserved | C_RESERVED | set(self.values.values()) | set(self.scalars))
 
-    def operand(self, e: Expr) -> str:
-        if e.kind == "const":
-            bound = self.ctx.scalar(e)
-            if bound:
-                self.scalars[bound[0]] = bound[1]
-                return bound[0]
-            v = e.value
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise NotRenderable(f"constant {v!r} is not a number")
-            return c_float(v)
-        return self.emit(e)
+    def literal(self, v: Any) -> str:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise NotRenderable(f"constant {v!r} is not a number")
+        return c_float(v)
 
-    def emit(self, e: Expr) -> str:
-        if id(e) in self.values:
-            return self.values[id(e)]
-        if e.kind != "op":
-            raise ValueError(f"{e.name}: a {e.kind} node reached the code generator without a value")
-        if e.op in _PASS_THROUGH:
-            var = self.operand(e.args[0])
-            self.values[id(e)] = var
-            return var
-        if e.op in ("clamp", "hardtanh"):
-            args = [self.operand(e.args[0])] + [self.operand(a) if not (a.kind == "const" and a.value is None)
-                                                else "" for a in e.args[1:3]]
-        else:
-            args = [self.operand(a) for a in e.args]
-        expr = self._formula(e, args)
-        var = self.name_for(e)
-        self.lines.append(f"const float {var} = {expr};")
-        self.values[id(e)] = var
-        return var
+    def statement(self, var: str, expr: str) -> str:
+        return f"const float {var} = {expr};"
 
-    def _formula(self, e: Expr, args: list[str]) -> str:
-        op = e.op
-        if op == "gelu":
-            x = args[0]
-            if e.attrs.get("approximate") == "tanh":
-                return f"0.5f * {x} * (1.0f + kf_tanh(0.7978845608028654f * ({x} + 0.044715f * {x} * {x} * {x})))"
-            return f"0.5f * {x} * (1.0f + kf_erf({x} * 0.7071067811865476f))"
-        if op in ("clamp", "hardtanh"):
-            out = args[0]
-            if args[1]:
-                out = f"kf_max({out}, {args[1]})"
-            if args[2]:
-                out = f"kf_min({out}, {args[2]})"
-            return out
-        if op == "pow":
-            return _pow(args[0], float(e.args[1].value))
+    def spelled(self, op: str, args: list[str]) -> str:
         if op in POSITIVE_FORMS and args[0] in self.positive:
             return POSITIVE_FORMS[op].format(*args)
-        return _UNARY[op].format(*args)
+        return super().spelled(op, args)
 
-
-def _pow(base: str, exponent: float) -> str:
-    if exponent == 0.5:
-        return f"sqrtf({base})"
-    if exponent == -0.5:
-        return f"(1.0f / sqrtf({base}))"
-    if float(exponent).is_integer() and 0 < abs(exponent) <= 8:
-        prod = " * ".join([base] * int(abs(exponent)))
-        return f"({prod})" if exponent > 0 else f"(1.0f / ({prod}))"
-    return f"powf({base}, {c_float(exponent)})"
+    def power(self, base: str, exponent: float) -> str:
+        if exponent == 0.5:
+            return f"sqrtf({base})"
+        if exponent == -0.5:
+            return f"(1.0f / sqrtf({base}))"
+        if float(exponent).is_integer() and 0 < abs(exponent) <= 8:
+            prod = " * ".join([base] * int(abs(exponent)))
+            return f"({prod})" if exponent > 0 else f"(1.0f / ({prod}))"
+        return f"powf({base}, {c_float(exponent)})"
 
 
 def load_line(functions: list[str], name: str) -> list[str]:
