@@ -36,6 +36,12 @@ class BackendError(BadRequest, ValueError):
     """A backend / device combination that cannot run; the message names the flags."""
 
 
+def backend_list() -> dict[str, list]:
+    """The backends (name, language, device) and the choices a request may make, for the API."""
+    return {"backends": [{"name": s.name, "language": s.language, "device": s.device}
+                         for s in registry.BACKENDS.values()], "choices": list(CHOICES)}
+
+
 def check_backend(backend: str, *, allow_auto: bool = True) -> str:
     allowed = CHOICES if allow_auto else BACKENDS
     if backend not in allowed:

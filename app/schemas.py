@@ -28,6 +28,18 @@ Text = Annotated[str, AfterValidator(storable)]
 REQUEST = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+class BackendOut(BaseModel):
+    name: str
+    language: str = Field(description="what its kernels are written in")
+    device: Literal["gpu", "cpu"] = Field(description="where its kernels run (and are timed)")
+
+
+class BackendsOut(BaseModel):
+    backends: list[BackendOut]
+    choices: list[str] = Field(description="what JobCreate.backend accepts: `auto` (a GPU -> triton, none -> cpu, "
+                                           "resolved where the job runs) or a backend's name")
+
+
 class ErrorOut(BaseModel):
     """The one body of every 4xx and 5xx response."""
 

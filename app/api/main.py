@@ -12,7 +12,7 @@ from .. import web
 from ..settings import get_settings
 from . import errors
 from .middleware import RequestContext
-from .routes import evaluate, health, jobs, kb
+from .routes import backends, evaluate, health, jobs, kb
 
 
 @asynccontextmanager
@@ -32,6 +32,7 @@ def create_app() -> FastAPI:
     app.include_router(evaluate.router)
     app.include_router(health.router)
     app.include_router(kb.router)
+    app.include_router(backends.router)
     app.add_middleware(RequestContext)
     web.install(app)  # the dashboard: pages at /, /login, /jobs, /submit; assets at /static
     return app

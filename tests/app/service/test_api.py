@@ -53,6 +53,20 @@ def test_bad_input_is_a_clear_4xx(procs, service_env):
     assert "/v1/jobs" in spec["paths"] and "/v1/evaluate" in spec["paths"]
 
 
+def test_backends_are_listed_for_clients(procs, service_env):
+    """GET /v1/backends: the one list of backends (agents/backends.py) and the choices a job
+    takes, behind the same authentication as the rest of /v1."""
+    url = procs.api()
+    assert httpx.get(f"{url}/v1/backends").status_code == 401
+    got = httpx.get(f"{url}/v1/backends", headers={"Authorization": f"Bearer {token(service_env, 'erin')}"})
+    assert got.status_code == 200, got.text
+    body = got.json()
+    assert [(b["name"], b["device"]) for b in body["backends"]] == [("triton", "gpu"), ("cuda", "gpu"), ("cpu", "cpu")]
+    assert body["choices"] == ["auto", "triton", "cuda", "cpu"]
+    assert all(b["language"] for b in body["backends"])
+    assert "/v1/backends" in httpx.get(f"{url}/openapi.json").json()["paths"]
+
+
 def test_hundred_concurrent_submissions_are_all_stored_and_enqueued(procs, service_env, redis_server, pg_url):
     url = procs.api()
     h = {"Authorization": f"Bearer {token(service_env, 'dave')}"}
