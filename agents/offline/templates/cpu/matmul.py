@@ -9,8 +9,8 @@ step applies the epilogue to the fp32 tile before its only final store.
 Transposed operands are read through their strides, never copied. A vector on
 the right (torch.mv) is a row-parallel dot product instead.
 
-The ``blas`` variant hands the product to OpenBLAS (``cblas_sgemm``, its
-OpenMP build: the judge's threads; a small output over a long K is split along
+The ``blas`` variants hand the product to OpenBLAS (``cblas_sgemm``, its
+OpenMP build: the judge's threads) or to oneDNN (``dnnl_sgemm``, OpenMP too; a small output over a long K is split along
 K, one slice per thread; a batch of small products runs one product per thread) and applies the epilogue in one parallel
 pass over the output; the search times it beside our own kernel and keeps
 whichever is faster for the shape.
@@ -29,6 +29,7 @@ from .mathlib import prelude
 PARAM_SPACE: list[dict[str, Any]] = [
     {"MC": 72, "NC": 256, "KC": 256, "schedule": "static"},
     {"blas": "openblas", "schedule": "static"},
+    {"blas": "dnnl", "schedule": "static"},
     {"MC": 144, "NC": 128, "KC": 384, "schedule": "static"},
     {"MC": 48, "NC": 512, "KC": 192, "schedule": "dynamic"},
     {"MC": 24, "NC": 64, "KC": 256, "schedule": "dynamic"},
@@ -118,11 +119,8 @@ void fused_matmul({params}) {{
                 const int64_t k0 = K * t / nt, k1 = K * (t + 1) / nt;
                 if (t == 0) used = part ? nt : 0;
                 if (part)
-                    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                                (blasint)M, (blasint)N, (blasint)(k1 - k0), 1.0f,
-                                a + bt * sab + (ta ? k0 * lda : k0), (blasint)lda,
-                                b + bt * sbb + (tb ? k0 : k0 * ldb), (blasint)ldb, 0.0f, part + t * M * N,
-                                (blasint)N);
+                    KF_SGEMM(ta, tb, M, N, k1 - k0, a + bt * sab + (ta ? k0 * lda : k0), lda,
+                             b + bt * sbb + (tb ? k0 : k0 * ldb), ldb, part + t * M * N, N);
             }}
             float* o = out + bt * M * N;
             if (used)
@@ -132,21 +130,31 @@ void fused_matmul({params}) {{
                     o[e] = s;
                 }}
             else  /* no memory for the partial products: the plain product */
-                cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                            (blasint)M, (blasint)N, (blasint)K, 1.0f, a + bt * sab, (blasint)lda, b + bt * sbb,
-                            (blasint)ldb, 0.0f, o, (blasint)N);
+                KF_SGEMM(ta, tb, M, N, K, a + bt * sab, lda, b + bt * sbb, ldb, o, N);
             free(part);
         }} else
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                        (blasint)M, (blasint)N, (blasint)K, 1.0f, a + bt * sab, (blasint)lda, b + bt * sbb,
-                        (blasint)ldb, 0.0f, out + bt * M * N, (blasint)N);
+            KF_SGEMM(ta, tb, M, N, K, a + bt * sab, lda, b + bt * sbb, ldb, out + bt * M * N, N);
     }}
 {epilogue_pass}}}'''
 
 # Split-K in the BLAS rank: an output of at most this many elements, K at least this many
 # times its longer side (KernelBench's 27 x 27 x 52429 product ran on one of two threads).
-SPLIT_K = """#include <cblas.h>
-#include <omp.h>
+# The row-major product C = op(A) op(B) of the BLAS rank, by library (``blas`` parameter):
+# OpenBLAS's cblas_sgemm, or oneDNN's dnnl_sgemm (its own blocking and JIT kernels; which
+# is faster depends on the CPU and the shape, so the tuning pass times both).
+SGEMM = {
+    "openblas": """#include <cblas.h>
+#define KF_SGEMM(ta, tb, M, N, K, A, lda, B, ldb, C, ldc) \\
+    cblas_sgemm(CblasRowMajor, (ta) ? CblasTrans : CblasNoTrans, (tb) ? CblasTrans : CblasNoTrans, \\
+                (blasint)(M), (blasint)(N), (blasint)(K), 1.0f, (A), (blasint)(lda), (B), (blasint)(ldb), 0.0f, \\
+                (C), (blasint)(ldc))""",
+    "dnnl": """#include <oneapi/dnnl/dnnl.h>
+#define KF_SGEMM(ta, tb, M, N, K, A, lda, B, ldb, C, ldc) \\
+    dnnl_sgemm((ta) ? 'T' : 'N', (tb) ? 'T' : 'N', (dnnl_dim_t)(M), (dnnl_dim_t)(N), (dnnl_dim_t)(K), 1.0f, \\
+               (A), (dnnl_dim_t)(lda), (B), (dnnl_dim_t)(ldb), 0.0f, (C), (dnnl_dim_t)(ldc))""",
+}
+
+SPLIT_K = """#include <omp.h>
 #include <stdlib.h>
 #define SPLIT_K_MAX_OUT 65536
 #define SPLIT_K_MIN_RATIO 16
@@ -227,7 +235,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
         kernel = BLAS_GEMM.format(hoisted=pre, what=what, docs="\n".join(docs) + ("\n" if docs else ""),
                                   params=", ".join(c_params), epilogue_pass=epilogue_pass)
         c_fns = [f"void fused_matmul({', '.join(c_params)})"]
-        c_source = "\n\n".join([prelude(helper_names(kernel)), SPLIT_K, INLINE, kernel])
+        c_source = "\n\n".join([prelude(helper_names(kernel)), SGEMM[str(params["blas"])], SPLIT_K, INLINE, kernel])
     else:
         c_params = ["const float* a", "const float* bp", *leaf_params, "float* out", "int64_t batch", "int64_t M",
                     "int64_t N", "int64_t K", "int64_t sab", "int64_t sam", "int64_t sak", "int64_t sbpb",
@@ -242,7 +250,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
             *writer.scalars.values()]
     knobs = "schedule=" + str(params["schedule"]) if vector else ", ".join(f"{k}={v}" for k, v in params.items())
     if blas:
-        knobs = f"product by OpenBLAS (cblas_sgemm), epilogue schedule={params['schedule']}"
+        knobs = ("product by oneDNN (dnnl_sgemm)" if params["blas"] == "dnnl" else "product by OpenBLAS (cblas_sgemm)") \
+            + f", epilogue schedule={params['schedule']}"
     doc = (f"{match.kind} in C, epilogue fused (offline engine, no LLM, backend cpu).\n\n"
            f"out = {what}\nParameters: {knobs}.\n")
     return module_source(doc, c_source, c_fns, "fused_matvec" if vector else "fused_matmul", [host], ctx,
