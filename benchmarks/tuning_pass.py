@@ -54,6 +54,8 @@ def main() -> None:
                     "fastest": {"params": plan.proposals[order[0]].params, "family": plan.proposals[order[0]].family,
                                 "median_ms": best.median_ms and round(best.median_ms, 4)},
                     "engine_first_guess_ms": guess.median_ms and round(guess.median_ms, 4),
+                    "ranking": [[plan.proposals[i].params, result.variants[i].median_ms and
+                                 round(result.variants[i].median_ms, 4)] for i in order[:8]],
                     "label": result.label}), flush=True)
 
 
