@@ -244,8 +244,20 @@ class Judge:
 
     def evaluate(self, reference: str, candidate: str, reference_name: str = "reference.py",
                  candidate_name: str = "candidate.py", options: EvalOptions | None = None) -> EvalResult:
+        """The verdict on ``candidate``. On the CPU, a run whose only failing check is
+        ``timer_corroborated`` is judged once more and the second verdict stands (marked
+        ``timing["retimed"]``): the outside clock also counts the cache flushes between calls,
+        whose cost a VM guest's shared cache can move by milliseconds between the timed pass
+        and the null pass; a candidate that hides work fails both runs."""
+        options = options or EvalOptions()
         try:
-            return self._evaluate(reference, candidate, reference_name, candidate_name, options or EvalOptions())
+            result = self._evaluate(reference, candidate, reference_name, candidate_name, options)
+            if result.device == "cpu" and result.reasons \
+                    and all(r.startswith("timer_corroborated") for r in result.reasons):
+                first = result.reasons[0]
+                result = self._evaluate(reference, candidate, reference_name, candidate_name, options)
+                result.timing["retimed"] = f"judged again after: {first}"
+            return result
         finally:
             if not self.warm:
                 self.close()

@@ -207,12 +207,6 @@ class OfflineResult:
                 "plan": self.plan, "best": best, "attempts": [a.to_json() for a in self.attempts]}
 
 
-def _timer_noise_only(result: EvalResultLike, device: str) -> bool:
-    """On the CPU the timer check compares two host clocks around interpreted calls; on a
-    busy machine it can fail on noise alone, so such a result earns one re-evaluation."""
-    return device == "cpu" and bool(result.reasons) and all(r.startswith("timer_corroborated") for r in result.reasons)
-
-
 def measured(attempts: list[Attempt]) -> bool:
     """Whether the judge timed these candidates for real (CUDA, or native C on the CPU)."""
     return any(a.verdict == "pass" and a.speedup is not None for a in attempts)
@@ -268,9 +262,7 @@ def run_offline(judge: JudgeLike, reference_source: str, name: str, options: Eva
     for i, proposal in enumerate(proposals):
         cand_name = f"{stem}_offline_{proposal.family}_{i}.py"
         res = judge.evaluate(reference_source, proposal.source, name, cand_name, options)
-        retried = _timer_noise_only(res, device)
-        if retried:
-            res = judge.evaluate(reference_source, proposal.source, name, cand_name, options)
+        retried = "retimed" in (res.timing or {})  # the judge ran it twice (Judge.evaluate)
         attempt = Attempt(proposal, res.verdict, list(res.reasons), dict(res.timing or {}), res.speedup, retried)
         result.attempts.append(attempt)
         if attempt.verdict == "pass" and stop_at_first:

@@ -56,3 +56,30 @@ def test_every_flush_writes_the_buffer_the_last_one_did_not() -> None:
         assert len(changed) == 1, (before, after)
         written += changed
     assert written in ([0, 1, 0, 1], [1, 0, 1, 0])
+
+
+def _result(reasons: list[str]):
+    from sandbox.result import EvalResult
+
+    return EvalResult(device="cpu", sandbox="process", verdict="fail" if reasons else "pass", reasons=reasons)
+
+
+def test_a_timer_only_failure_on_the_cpu_is_judged_once_more(monkeypatch) -> None:
+    """The second verdict stands, marked; a run that fails it again (work hidden outside the
+    timed calls fails every run) stays failed; any other failure is not judged again."""
+    from sandbox.judge import Judge
+
+    miss = "timer_corroborated: reported 0.9 ms per call (mean 0.9 ms), the runner's clock saw 7.3 ms"
+    for runs, want_verdict, want_calls in (([[miss], []], "pass", 2), ([[miss], [miss]], "fail", 2),
+                                           ([["correctness: wrong"], []], "fail", 1), ([[miss, "finite: nan"]], "fail", 1)):
+        calls = iter(runs)
+        seen: list[int] = []
+
+        def fake(self, *args, **kwargs):
+            seen.append(1)
+            return _result(next(calls))
+
+        monkeypatch.setattr(Judge, "_evaluate", fake)
+        result = Judge(warm=True).evaluate("ref", "cand")
+        assert (result.verdict, len(seen)) == (want_verdict, want_calls)
+        assert ("retimed" in result.timing) == (want_calls == 2)
