@@ -67,3 +67,19 @@ def test_tuning_is_for_native_cpu_kernels():
     # refused before any job runs: with a GPU, because tuning times CPU kernels; here, for want of one
     with Judge(warm=False) as judge, pytest.raises(ProblemError):
         judge.tune(PROBLEM.read_text(), [GOOD_C], PROBLEM.name, EvalOptions(device="cuda"))
+
+
+BIG = 1 << 25  # floats: a 128 MB parameter, as a GEMM's weight at level-2 sizes
+BIG_REFERENCE = PROBLEM.read_text().replace(
+    "        self.scale = scale\n", f"        self.scale = scale\n        self.big = nn.Parameter(torch.zeros({BIG}))\n")
+BIG_VARIANT = GOOD_C.replace(
+    "        self.scale = scale\n", f"        self.scale = scale\n        self.big = nn.Parameter(torch.ones({BIG}))\n")
+
+
+def test_variants_share_the_reference_weights_within_the_job_memory():
+    # nine copies of 128 MB would not fit the job's 768 MB on top of torch; one does
+    assert BIG_REFERENCE != PROBLEM.read_text() and BIG_VARIANT != GOOD_C
+    variants = [BIG_VARIANT + f"\n# variant {i}\n" for i in range(8)]
+    with Judge(warm=True) as judge:
+        result = judge.tune(BIG_REFERENCE, variants, PROBLEM.name, EvalOptions(device="cpu", memory_mb=768))
+    assert [v.status for v in result.variants] == ["timed"] * 8, [(v.status, v.detail) for v in result.variants]
