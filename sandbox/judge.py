@@ -25,7 +25,7 @@ from .native import build as native_build
 from .native import cache as native_cache
 from .policy import native as policy_native
 from .policy import python as policy
-from .problem import Problem, input_bytes, load_problem, parse_source
+from .problem import Problem, derived_values, input_bytes, load_problem, parse_source
 from .result import EvalResult, timing_summary
 from .verdict import check_list
 from .verdict import checks as C
@@ -135,8 +135,13 @@ def plan_trials(problem: Problem, options: EvalOptions, reps: int = 5) -> list[d
     large = (input_bytes(problem) or 0) > LARGE_INPUT_BYTES
     trials = min(options.trials, LARGE_TRIALS) if large else options.trials
     plan = [{"tag": "default", "seed": seed(), "input_seed": seed()} for _ in range(trials)]
-    plan += [{"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": c}
-             for c in perturbations(problem, large)]
+    for sizes in perturbations(problem, large):
+        # Values computed from the sizes (``bias_shape = (out_channels, 1, 1)``) follow
+        # them, as in a fitted reference; the sizes alone too (a reference may need such a
+        # value to keep its default), except on a large problem, where every trial is costly.
+        derived = derived_values(problem, sizes)
+        kinds = ([{**sizes, **derived}] if derived else []) + ([sizes] if not (derived and large) else [])
+        plan += [{"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": c} for c in kinds]
     shared = seed()
     sets = reps if options.timing_sets is None else min(options.timing_sets, reps)
     plan += [{"tag": "timing", "seed": shared, "input_seed": seed()} for _ in range(max(0, sets))]
@@ -287,8 +292,10 @@ class Judge:
             self._kept.move_to_end(kept_key)
             plan = [*replay[0], *(dict(p, index=len(replay[0]) + i) for i, p in enumerate(q for q in plan
                                                                                          if q["tag"] == "timing"))]
+        # the sizes, and the values computed from them that perturbed trials set: each back to its default after
+        constant_names = sorted({*problem.size_constants(), *(k for p in plan for k in p.get("constants", {}))})
         ref_job = {"role": "reference", "source": problem.run_source, "filename": reference_name, "device": device,
-                   "trials": plan, "constants": sorted(problem.size_constants()), "defaults": problem.literal_dims,
+                   "trials": plan, "constants": constant_names, "defaults": problem.literal_dims,
                    "time_reps": reps, "compile_baseline": compile_baseline, "native_timing": native_cpu,
                    "threads": options.threads, "large": (input_bytes(problem) or 0) > LARGE_INPUT_BYTES,
                    "replayed": [p["index"] for p in replay[0]] if replay is not None else []}

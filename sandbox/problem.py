@@ -98,10 +98,35 @@ def assigned_names(node: ast.Assign) -> list[tuple[str, ast.expr]]:
     return pairs
 
 
+def derived_values(problem: Problem, sizes: dict[str, int]) -> dict[str, Any]:
+    """Module-level values computed from sizes (``bias_shape = (out_channels, 1, 1)``)
+    as they come out when ``sizes`` are written in place of their defaults, as a
+    fitted reference's are: each name whose value changes, tuples kept tuples.
+    Arithmetic and tuples over literals and earlier values only; anything else
+    keeps its default."""
+    tree = parse_source(problem.source, problem.name, require=())
+
+    def run(over: dict[str, int]) -> dict[str, Any]:
+        env: dict[str, Any] = {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                for name, expr in assigned_names(node):
+                    env[name] = over[name] if name in over else _evaluate(expr, env)
+        return env
+
+    default, changed = run({}), run(sizes)
+    return {k: v for k, v in changed.items() if k not in sizes and v is not None and v != default.get(k)}
+
+
 def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
-    """Arithmetic over literals and known constants; None when anything else."""
+    """Arithmetic over literals and known constants, and tuples of them; None when anything else."""
     if isinstance(node, ast.Constant):
         return node.value
+    if isinstance(node, (ast.Tuple, ast.List)):
+        items = [_evaluate(e, env) for e in node.elts]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+            return tuple(items) if isinstance(node, ast.Tuple) else items
+        return None
     if isinstance(node, ast.Name):
         return env.get(node.id)
     if isinstance(node, ast.BinOp):

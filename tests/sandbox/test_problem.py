@@ -155,3 +155,50 @@ def test_a_large_problem_gets_fewer_trials_and_grows_one_size(tmp_path):
     small = tmp_path / "small.py"
     small.write_text(LARGE.format(M=64, N=32))
     assert sum(p["tag"] == "default" for p in plan_trials(load_problem(small), EvalOptions(trials=5))) == 5
+
+
+DERIVED = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, bias_shape):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+    def forward(self, x):
+        return x + self.bias
+
+batch_size = 16
+depth, channels = 12, 32
+bias_shape = (channels, 1, 1)
+widths = [channels * 2, 3]
+kernel = (3, 3)
+label = f"{channels}"
+
+def get_inputs():
+    return [torch.randn(batch_size, channels, depth, depth)]
+
+def get_init_inputs():
+    return [bias_shape]
+"""
+
+
+def test_values_computed_from_sizes_follow_them_in_the_perturbed_trials(tmp_path):
+    """``bias_shape = (channels, 1, 1)`` follows the perturbed channel count (as in
+    a fitted reference), tuples stay tuples, what cannot be read keeps its default;
+    the sizes alone are tried too, except on a large problem."""
+    from sandbox import EvalOptions
+    from sandbox.judge import plan_trials
+    from sandbox.problem import derived_values
+
+    path = tmp_path / "derived.py"
+    path.write_text(DERIVED)
+    problem = load_problem(path)
+    assert derived_values(problem, {"channels": 20}) == {"bias_shape": (20, 1, 1), "widths": [40, 3]}
+    assert derived_values(problem, {"batch_size": 9}) == {}
+    perturbed = [p["constants"] for p in plan_trials(problem, EvalOptions()) if p["tag"] == "perturbed"]
+    sets = perturbations(problem)
+    assert perturbed[0] == {**sets[0], "bias_shape": (sets[0]["channels"], 1, 1),
+                            "widths": [sets[0]["channels"] * 2, 3]}
+    assert perturbed[1] == sets[0] and len(perturbed) == 2 * len(sets)
+    assert all(isinstance(c["bias_shape"], tuple) for c in perturbed[::2])
