@@ -15,7 +15,7 @@ from typing import Any
 
 import torch.nn as nn
 
-from .expr import Expr, const
+from .ir.expr import Expr, const
 from .signature import Signature
 
 # Constants too common to be taken for a constructor argument that happens to equal them.

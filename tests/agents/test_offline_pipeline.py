@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agents.offline import OfflineEngine, run_offline
-from agents.offline.match_pipeline import view_terms
+from agents.offline.match.pipeline import view_terms
 from agents.offline.templates.compose import compose, rename
 from sandbox import Judge
 from tests.agents.cpu_harness import QUICK

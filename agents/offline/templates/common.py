@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir import Expr
+from ..ir.expr import Expr
 from ..template_context import Context
 from .ops import FORMULAS, OPS, OpWriter
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expr import Expr
-from ..match_layers import setting_expr
+from ..ir.expr import Expr
+from .settings import setting_expr
 
 HEAD = '''def conv_out_size(n: int, k: int, s: int, p: int, d: int, op: int) -> int:
     """Output length of a {what} along one dim (torch's rule)."""

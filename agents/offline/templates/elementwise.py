@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import Expr
+from ..ir.expr import Expr
 from .common import (
     ExprWriter,
     broadcast_block,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import Expr
+from ..ir.expr import Expr
 from .common import ExprWriter, dtype_of, helper_source, model_class, module_source, needs_upcast
 from .elementwise import formula
 

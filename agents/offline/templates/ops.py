@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir import Expr
+from ..ir.expr import Expr
 from ..template_context import Context
 
 

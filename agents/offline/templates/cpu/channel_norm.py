@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...match_layers import setting_expr
+from ..settings import setting_expr
 from .common import INLINE, c_epilogue, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...ir import Expr
+from ...ir.expr import Expr
 from ...template_context import Context
 from ..common import model_class
 from ..ops import OpWriter

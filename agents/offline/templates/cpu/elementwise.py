@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir import Expr
+from ...ir.expr import Expr
 from ..common import broadcast_block
 from ..elementwise import formula
 from .common import INLINE, POSITIVE_FORMS, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...match_layers import POOL_OUT_SIZE, pool_settings
+from ..settings import POOL_OUT_SIZE, pool_settings
 from .common import module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 

@@ -5,11 +5,11 @@ one value per output channel, or whole tensors of the output's shape -- one kern
 
 from __future__ import annotations
 
+from ..ir.expr import Expr
+from ..template_context import Context
 from .dag import epilogue_operands, float_leaf
-from .expr import Expr
-from .match_layers import per_dim
-from .matches import FLOATS, Match, NoMatch
-from .template_context import Context
+from .layers import per_dim
+from .types import FLOATS, Match, NoMatch
 
 
 def conv(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:

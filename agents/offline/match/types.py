@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .template_context import Context
+from ..template_context import Context
 
 FLOATS = ("float32", "float16", "bfloat16", "float64")
 

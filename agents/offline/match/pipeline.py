@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .expr import Expr
-from .matches import Match, NoMatch
-from .template_context import Context
-from .templates.ops import supported_elementwise
+from ..ir.expr import Expr
+from ..template_context import Context
+from ..templates.ops import supported_elementwise
+from .types import Match, NoMatch
 
 # (stage root, its output shape, the pipeline's context) -> (matches best first, reasons)
 MatchAll = Callable[[Expr, tuple[int, ...], Context], tuple[list[Match], list[str]]]

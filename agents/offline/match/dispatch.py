@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import ir, match_conv, match_layers, match_norm, match_pipeline
+from ..ir import graph as ir
+from ..ir.expr import Expr, const
+from ..signature import Signature, from_analysis
+from ..template_context import Context
+from ..templates.common import broadcast_block
+from . import conv as match_conv
+from . import layers as match_layers
+from . import norm as match_norm
+from . import pipeline as match_pipeline
 from .dag import check_elementwise, float_leaf, leaves_of
 from .fingerprint import recognise
-from .ir import Expr, const
-from .matches import FLOATS, Match, MatchReport, NoMatch
-from .signature import Signature, from_analysis
-from .template_context import Context
-from .templates.common import broadcast_block
+from .types import FLOATS, Match, MatchReport, NoMatch
 
 # matchers of the layer families, tried after the core ones and before elementwise
 LAYERS = (match_conv.conv, match_layers.pooling, match_layers.arg_reduction, match_layers.scan, match_norm.channel_norm,

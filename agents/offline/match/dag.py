@@ -3,10 +3,10 @@ elementwise over operands that broadcast to the output."""
 
 from __future__ import annotations
 
-from .expr import Expr
-from .matches import FLOATS, NoMatch
-from .templates.common import broadcast_block
-from .templates.ops import supported_elementwise
+from ..ir.expr import Expr
+from ..templates.common import broadcast_block
+from ..templates.ops import supported_elementwise
+from .types import FLOATS, NoMatch
 
 
 def float_leaf(e: Expr, what: str) -> Expr:

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .ir import Expr, const
+from ..ir.expr import Expr, const
 
 _UNARY = {
     "relu": torch.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "silu": F.silu, "exp": torch.exp,

@@ -4,11 +4,11 @@ affine and the epilogue to each value before its only store)."""
 
 from __future__ import annotations
 
+from ..ir.expr import Expr
+from ..template_context import Context
 from .dag import epilogue_operands
-from .expr import Expr
-from .match_layers import forward_input
-from .matches import Match, NoMatch
-from .template_context import Context
+from .layers import forward_input
+from .types import Match, NoMatch
 
 
 def channel_norm(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
