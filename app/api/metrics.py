@@ -1,4 +1,4 @@
-"""Prometheus metrics of the API (the jobs' counters: app/jobs/metrics.py):
+"""Prometheus metrics of the API (the jobs' counters: app/jobs/create.py):
 request latency, and which dependency is down (readiness probes set the gauge;
 every request that met an outage counts it)."""
 

@@ -34,7 +34,6 @@ from ..compose import guarded, make_search
 from ..hardware import cpu_label
 from ..kb import knowledge_base
 from ..kb.job_lessons import learn
-from ..settings import get_settings
 from .fit import with_memory_hint
 from .heldout import SCALES, SHRINK_SCALES, held_out
 from .metrics import comparison_of
@@ -179,7 +178,7 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
     return {
         **base_record(spec), "status": "done", "device": seen.get("device"), "backend": backend,
         # On the CPU: the model and the threads the judge timed with (its timing says how many it was granted).
-        "hardware": cpu_label(((final or {}).get("timing") or {}).get("threads") or get_settings().cpu_threads)
+        "hardware": cpu_label(((final or {}).get("timing") or {}).get("threads") or options.threads)
         if cpu_timed else seen.get("hardware"),
         "timing_label": ((final or {}).get("timing") or {}).get("label"),
         "correct": bool(final and final["verdict"] == "pass"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from prometheus_client import Counter
 from sqlalchemy import Executable, bindparam
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
@@ -24,6 +25,8 @@ from .specs import SEARCH_FIELDS
 from .views import job_out
 
 PROBLEMS_DIR = Path(__file__).resolve().parents[2] / "problems"
+# Prometheus: jobs submitted, counted by the routes that submit them (REST and the dashboard)
+JOBS_SUBMITTED = Counter("kforge_jobs_submitted_total", "Jobs submitted", ["kind", "queue"])
 
 
 def queue_for(gpu_kind: str | None) -> str:

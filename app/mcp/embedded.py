@@ -4,7 +4,7 @@
   in a worker thread so the event loop keeps answering and reporting progress.
 - submit: a job in the service database (KFORGE_DATABASE_URL, or the SQLite
   file in KFORGE_DATA_DIR that `kforge serve` uses), run by a background
-  thread of this process with the workers' own `execute_job` (app/worker/execute.py): same lease,
+  thread of this process with the workers' own `execute_job` (app/jobs/execute.py): same lease,
   heartbeat and per-attempt persistence. `kforge serve` shows these jobs; a
   job left running when this process exits resumes when `kforge mcp` starts
   again or when a `kforge worker`/`serve` reaper finds its stale heartbeat.
@@ -170,7 +170,7 @@ class EmbeddedBackend:
                 self._runner.start()
 
     def _run_jobs(self) -> None:
-        from ..worker.execute import execute_job
+        from ..jobs.execute import execute_job
 
         while True:
             job_id = self._jobs.get()

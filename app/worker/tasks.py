@@ -15,8 +15,8 @@ from celery.signals import worker_ready
 from sqlalchemy.exc import OperationalError
 
 from ..jobs.broker import celery_app
+from ..jobs.execute import execute_job
 from . import reaper
-from .execute import execute_job
 
 app = celery_app()
 app.conf.worker_consumer = "app.worker.consumer:QuickReconnect"

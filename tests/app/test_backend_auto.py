@@ -14,7 +14,7 @@ import torch
 from app.backends import CHOICES, BackendError
 from app.compose import choose_backend
 from app.settings import Settings
-from app.worker.execute import execute_job
+from app.jobs.execute import execute_job
 from tests.app.test_backend_cpu import RELU, api  # noqa: F401  (fixture)
 from tests.conftest import run_kforge
 

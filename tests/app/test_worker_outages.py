@@ -15,7 +15,7 @@ from app.db.models import Job, User
 from app.db.session import transaction
 from app.jobs.status import JobStatus
 from app.settings import Settings, get_settings
-from app.worker import execute
+from app.jobs import execute
 
 
 def outage() -> OperationalError:

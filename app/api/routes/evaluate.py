@@ -9,8 +9,7 @@ from fastapi import APIRouter, Response, status
 from sqlalchemy.orm import Session
 
 from ...jobs.broker import enqueue_after_commit
-from ...jobs.create import create_evaluation
-from ...jobs.metrics import JOBS_SUBMITTED
+from ...jobs.create import JOBS_SUBMITTED, create_evaluation
 from ...jobs.status import TERMINAL
 from ...jobs.views import visible_job
 from ...jobs.wait import wait_finished

@@ -8,9 +8,8 @@ from fastapi import APIRouter, Query, Response, status
 
 from ...jobs import core_views as views
 from ...jobs import views as svc
-from ...jobs.create import submit_job
+from ...jobs.create import JOBS_SUBMITTED, submit_job
 from ...jobs.lease import cancel_job
-from ...jobs.metrics import JOBS_SUBMITTED
 from ...jobs.status import JobStatus
 from ...schemas import JobCreate, JobDetail, JobOut, JobPage, Text
 from ..deps import CallerDep

@@ -14,7 +14,7 @@ from ...backends import CHOICES
 from ...errors import BadRequest
 from ...jobs import create as svc
 from ...jobs.broker import enqueue_after_commit
-from ...jobs.metrics import JOBS_SUBMITTED
+from ...jobs.create import JOBS_SUBMITTED
 from ...schemas import JobCreate
 from ...settings import PROVIDERS
 from ..deps import FormData, WebSession, WebUser

@@ -9,7 +9,7 @@ judge behind the device lock.
 Only the job's own failures mark it failed. A database or broker outage
 (app/outages.py) is waited out, keeping the lease (the heartbeat goes on
 trying): the claim, the reads and the final write are tried again
-(outlast.py), and a run that met the outage resumes from its last save once
+(``outlast``, app/outages.py), and a run that met the outage resumes from its last save once
 the dependency is back. An outage longer than KFORGE_OUTAGE_WAIT_S leaves the
 job as it is, to be resumed later, not failed.
 """
@@ -26,12 +26,11 @@ from agents.search import SearchConfig, Trajectory
 from sandbox import Judge
 
 from ..backends import GpuProbe
-from ..jobs.lease import Heartbeat, JobStopped, claim, finish, load_spec, persist, record_backend
-from ..jobs.specs import EvaluateSpec, JobSpec, OptimizeSpec
-from ..jobs.status import JobStatus
-from ..outages import dependency_down
+from ..outages import dependency_down, outlast, pause
 from ..settings import Settings, get_settings
-from .outlast import outlast, pause
+from .lease import Heartbeat, JobStopped, claim, finish, load_spec, persist, record_backend
+from .specs import EvaluateSpec, JobSpec, OptimizeSpec
+from .status import JobStatus
 
 log = logging.getLogger("kforge.worker")
 _JUDGE: Judge | None = None
