@@ -57,7 +57,7 @@ def build_provider(name: str, model: str | None, base_url: str | None) -> Provid
     if name == "offline":
         return None
     settings = get_settings()
-    key = settings.openai_api_key if name == "openai" else settings.anthropic_api_key
+    key = getattr(settings, f"{name}_api_key", None)  # each provider's key field: <name>_api_key
     prices = json.loads(settings.prices_json) if settings.prices_json else None
     from agents.providers import make_provider  # the provider SDKs take seconds to import: only when used
 

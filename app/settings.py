@@ -1,6 +1,6 @@
 """One typed settings object, read from KFORGE_* environment variables and a .env file.
 
-Provider keys keep their vendors' names (OPENAI_API_KEY, ANTHROPIC_API_KEY).
+Provider keys keep their vendors' names (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY).
 Secrets are SecretStr: they print as '**********' and never reach a sandbox
 (the sandbox drivers build their environment from an allowlist).
 """
@@ -16,7 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 # Who writes kernels: the offline engine (no model) or one of agents.providers' SDK
 # providers (PROVIDER_NAMES; a test keeps the two lists equal). The CLI, REST, MCP and
 # batch take their choices from here.
-PROVIDERS: tuple[str, ...] = ("offline", "openai", "anthropic")
+PROVIDERS: tuple[str, ...] = ("offline", "openai", "anthropic", "gemini")
 
 
 class Settings(BaseSettings):
@@ -58,6 +58,7 @@ class Settings(BaseSettings):
                                     "baselines (same for both); unset: the cores the sandbox grants")
     openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
+    gemini_api_key: SecretStr | None = Field(default=None, validation_alias="GEMINI_API_KEY")
 
     @field_validator("provider")
     @classmethod

@@ -1,4 +1,4 @@
-"""LLM providers behind one interface: OpenAI (and compatible servers) and Anthropic."""
+"""LLM providers behind one interface: OpenAI (and compatible servers), Anthropic and Gemini."""
 
 from agents.providers.anthropic_provider import AnthropicProvider
 from agents.providers.base import (
@@ -10,6 +10,7 @@ from agents.providers.base import (
     ProviderUnavailable,
 )
 from agents.providers.factory import DEFAULT_MODELS, PROVIDER_NAMES, make_provider
+from agents.providers.gemini_provider import GeminiProvider
 from agents.providers.openai_provider import OpenAIProvider
 from agents.providers.pricing import DEFAULT_PRICES, Price, cost_usd, is_priced, parse_prices, price_for
 from agents.providers.retry import RetryPolicy
@@ -20,6 +21,7 @@ __all__ = [
     "PROVIDER_NAMES",
     "AnthropicProvider",
     "Completion",
+    "GeminiProvider",
     "Message",
     "OpenAIProvider",
     "Price",

@@ -82,43 +82,6 @@ def run_call(
     )
 
 
-def sdk_call(
-    send: Callable[[], RawReply],
-    *,
-    sdk: ModuleType,
-    sdk_error: type[Exception],
-    provider: str,
-    model: str,
-    key: str | None,
-    key_env: str | None,
-    policy: RetryPolicy,
-    prices: Mapping[str, Price] | None,
-    system: str,
-    messages: list[Message],
-) -> Completion:
-    """`run_call` for a vendor SDK that names its errors like openai's and
-    anthropic's do (APIStatusError, APIConnectionError, APITimeoutError).
-    `key_env` is the variable to hint at on an auth failure (None with a base URL);
-    `key` is scrubbed from any message that reaches a log or a user."""
-    return run_call(
-        send,
-        provider=provider,
-        model=model,
-        policy=policy,
-        classify=functools.partial(
-            failure_from_sdk,
-            status_error=sdk.APIStatusError,
-            connection_error=sdk.APIConnectionError,
-            timeout_error=sdk.APITimeoutError,
-            sdk_error=sdk_error,
-            secrets=(key,),
-        ),
-        fatal=functools.partial(fatal_error, provider=provider, model=model, key_hint=key_env),
-        prices=prices,
-        prompt_chars=len(system) + sum(len(m["content"]) for m in messages),
-    )
-
-
 # The SDKs insist on a key string; a local server that needs none gets this.
 PLACEHOLDER_KEY = "not-needed"
 
@@ -128,7 +91,9 @@ class SdkProvider:
     prices, retry policy -- its constructor, and its retried, priced call (`call`). A
     subclass sets `name`, `key_env`, `missing_key` (the error's text with neither a key nor
     a base URL), `sdk` and `sdk_error`, and defines `make_client(key, base_url, timeout)`
-    (the SDK's client, its own retries off) and `_send(request) -> RawReply` (one attempt)."""
+    (the SDK's client, its own retries off) and `_send(request) -> RawReply` (one attempt);
+    an SDK whose errors are not shaped like openai's and anthropic's also overrides
+    `classify(exc)`."""
 
     name = ""
     key_env = ""
@@ -164,11 +129,22 @@ class SdkProvider:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
 
+    def classify(self, exc: Exception) -> Failure | None:
+        """One attempt's exception as a Failure (None: not the SDK's, a bug), the key scrubbed
+        from anything the server said. This reads the openai / anthropic shape
+        (APIStatusError, APIConnectionError, APITimeoutError)."""
+        return failure_from_sdk(exc, status_error=self.sdk.APIStatusError, connection_error=self.sdk.APIConnectionError,
+                                timeout_error=self.sdk.APITimeoutError, sdk_error=self.sdk_error, secrets=(self._key,))
+
     def call(self, request: dict[str, Any], system: str, messages: list[Message]) -> Completion:
-        return sdk_call(
-            functools.partial(self._send, request), sdk=self.sdk, sdk_error=self.sdk_error, provider=self.name,
-            model=self.model, key=self._key, key_env=None if self.base_url else self.key_env, policy=self._policy,
-            prices=self._prices, system=system, messages=messages,
+        """`run_call` of one request: retried, timed, priced. On an auth failure the error names
+        the key's variable (not with a base URL: a local server's key is the user's own)."""
+        return run_call(
+            functools.partial(self._send, request), provider=self.name, model=self.model, policy=self._policy,
+            classify=self.classify,
+            fatal=functools.partial(fatal_error, provider=self.name, model=self.model,
+                                    key_hint=None if self.base_url else self.key_env),
+            prices=self._prices, prompt_chars=len(system) + sum(len(m["content"]) for m in messages),
         )
 
     def _send(self, request: dict[str, Any]) -> RawReply:

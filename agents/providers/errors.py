@@ -1,6 +1,6 @@
 """Turning SDK exceptions into our failures and user-facing messages, keys removed.
 
-Both official SDKs share one shape (a status error with `status_code`,
+The openai and anthropic SDKs share one shape (a status error with `status_code`,
 `response` and a parsed `body`; a connection error with a time-out subclass),
 so one translation serves both. Servers sometimes echo a (masked) key in their
 error text, so anything that came from the server is redacted before it can
@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 from agents.providers.base import ProviderError
 from agents.providers.retry import Failure, parse_retry_after
 
-# Shapes of vendor keys (sk-..., sk-ant-..., sk-proj-...), masked or not.
-_KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}")
+# Shapes of vendor keys (sk-..., sk-ant-..., sk-proj-...; Google's AIza...), masked or not.
+_KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}|\bAIza[A-Za-z0-9_\-*.]{8,}")
 _MAX_DETAIL = 300
 
 

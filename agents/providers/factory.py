@@ -11,17 +11,21 @@ from typing import Any
 
 from agents.providers.anthropic_provider import AnthropicProvider
 from agents.providers.base import Provider, ProviderConfigError
+from agents.providers.calls import SdkProvider
+from agents.providers.gemini_provider import GeminiProvider
 from agents.providers.openai_provider import OpenAIProvider
 
 # Current, priced, not deprecated (claude-sonnet-4-5 reaches end of life on 2026-11-30).
 DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-5.4",
     "anthropic": "claude-sonnet-4-6",
+    "gemini": "gemini-2.5-pro",
 }
 
-_CLASSES: dict[str, type[OpenAIProvider] | type[AnthropicProvider]] = {
+_CLASSES: dict[str, type[SdkProvider]] = {
     "openai": OpenAIProvider,
     "anthropic": AnthropicProvider,
+    "gemini": GeminiProvider,
 }
 
 PROVIDER_NAMES: tuple[str, ...] = tuple(_CLASSES)
@@ -34,11 +38,13 @@ def make_provider(
     api_key: str | None = None,
     **kw: Any,
 ) -> Provider:
-    """A provider by name: "openai" (also any OpenAI-compatible server by base URL) or "anthropic".
+    """A provider by name: "openai" (also any OpenAI-compatible server by base URL), "anthropic"
+    or "gemini".
 
     `base_url` is what the SDK takes: for OpenAI-compatible servers the URL
     ending in /v1 (e.g. http://localhost:8000/v1 for vLLM, :11434/v1 for
-    Ollama); for Anthropic the API root, to which the SDK appends /v1/messages.
+    Ollama); for Anthropic the API root, to which the SDK appends /v1/messages; for
+    Gemini the API root, to which the SDK appends /v1beta/models/<model>:generateContent.
     Other keywords (timeout, max_retries, prices, base_delay_s, ...) go to the
     provider's constructor.
     """

@@ -70,6 +70,11 @@ DEFAULT_PRICES: dict[str, Price] = {
     "claude-3-5-haiku": Price(0.80, 4.00),
     "claude-3-opus": Price(15.00, 75.00),
     "claude-3-haiku": Price(0.25, 1.25),
+    # Google (prompts up to 200k tokens; longer ones cost more and are not priced here).
+    "gemini-2.5-pro": Price(1.25, 10.00),
+    "gemini-2.5-flash": Price(0.30, 2.50),
+    "gemini-2.5-flash-lite": Price(0.10, 0.40),
+    "gemini-3-pro-preview": Price(2.00, 12.00),
 }
 
 

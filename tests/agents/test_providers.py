@@ -1,4 +1,4 @@
-"""Providers end to end: the real openai / anthropic SDK clients against our loopback server.
+"""Providers end to end: the real openai / anthropic / google-genai SDK clients against our loopback server.
 
 Nothing in either SDK is patched; retries, time-outs and error mapping are
 exercised over real HTTP with short delays so the file stays fast.
@@ -26,7 +26,7 @@ from agents.providers import (
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
 KEY = "sk-test-Zq8vN3kP0rT5wX2y"
-MODELS = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-4-6"}
+MODELS = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-4-6", "gemini": "gemini-2.5-pro"}
 PROVIDERS = list(MODELS)
 FAST: dict[str, Any] = {"base_delay_s": 0.01, "max_delay_s": 0.05}
 USER = [{"role": "user", "content": "write a fused softmax kernel"}]
@@ -41,12 +41,13 @@ def srv() -> Iterator[FakeLLMServer]:
 @pytest.fixture(autouse=True)
 def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keys or base URLs in the developer's shell must not change what these tests see."""
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_BASE_URL",
+                 "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
 
 
 def build(kind: str, srv: FakeLLMServer, **kw: Any) -> Provider:
-    base_url = srv.openai_base_url if kind == "openai" else srv.anthropic_base_url
+    base_url = {"openai": srv.openai_base_url, "anthropic": srv.anthropic_base_url, "gemini": srv.gemini_base_url}[kind]
     return make_provider(kind, model=MODELS[kind], base_url=base_url, api_key=KEY, **{**FAST, **kw})
 
 
@@ -93,14 +94,30 @@ def test_official_openai_parameters_depend_on_model_family(srv: FakeLLMServer) -
     assert chat["max_completion_tokens"] == 10 and chat["temperature"] == 0.2
 
 
+def test_gemini_request_names_the_model_in_the_path_and_the_assistant_model(srv: FakeLLMServer) -> None:
+    srv.queue(Reply("ok"))
+    turns = [*USER, {"role": "assistant", "content": "here it is"}, {"role": "user", "content": "faster"}]
+    build("gemini", srv).complete("you write triton", turns, max_tokens=321, temperature=0.4)
+    request = srv.requests[0]
+    assert request.path == "/v1beta/models/gemini-2.5-pro:generateContent" and request.model == "gemini-2.5-pro"
+    body = request.body
+    assert [(c["role"], c["parts"][0]["text"]) for c in body["contents"]] == [
+        ("user", USER[0]["content"]), ("model", "here it is"), ("user", "faster")]
+    assert body["systemInstruction"]["parts"][0]["text"] == "you write triton"
+    assert body["generationConfig"] == {"maxOutputTokens": 321, "temperature": 0.4}
+
+
 def test_base_urls_route_each_sdk_to_its_endpoint(srv: FakeLLMServer) -> None:
     srv.queue(Reply("from anthropic queue"), api="anthropic")
+    srv.queue(Reply("from gemini queue"), api="gemini")
     srv.queue(Reply("from openai queue"), api="openai")
     assert build("openai", srv).complete("s", USER).text == "from openai queue"
     assert build("anthropic", srv).complete("s", USER).text == "from anthropic queue"
+    assert build("gemini", srv).complete("s", USER).text == "from gemini queue"
     assert [(r.api, r.path) for r in srv.requests] == [
         ("openai", "/v1/chat/completions"),
         ("anthropic", "/v1/messages"),
+        ("gemini", "/v1beta/models/gemini-2.5-pro:generateContent"),
     ]
 
 
@@ -109,8 +126,9 @@ def test_api_key_travels_in_the_auth_header(kind: str, srv: FakeLLMServer) -> No
     srv.queue(Reply("ok"))
     build(kind, srv).complete("s", USER)
     headers = srv.requests[0].headers
-    # OpenAI uses Bearer; Anthropic's SDK 2.x does too (x-api-key before that).
-    assert headers.get("authorization") == f"Bearer {KEY}" or headers.get("x-api-key") == KEY
+    # OpenAI uses Bearer; Anthropic's SDK 2.x does too (x-api-key before that); Gemini x-goog-api-key.
+    assert headers.get("authorization") == f"Bearer {KEY}" or headers.get("x-api-key") == KEY \
+        or (kind == "gemini" and headers.get("x-goog-api-key") == KEY)
 
 
 @pytest.mark.parametrize("kind", PROVIDERS)
@@ -148,11 +166,13 @@ def test_authentication_failure_is_not_retried_and_hides_the_key(kind: str, srv:
     assert len(srv.requests) == 1
 
 
+@pytest.mark.parametrize("kind", PROVIDERS)
 @pytest.mark.parametrize(("status", "words"), [(400, "request rejected"), (404, "not found")])
-def test_other_client_errors_fail_at_once_with_the_servers_reason(status: int, words: str, srv: FakeLLMServer) -> None:
+def test_other_client_errors_fail_at_once_with_the_servers_reason(kind: str, status: int, words: str,
+                                                                   srv: FakeLLMServer) -> None:
     srv.queue(Reply(f"bad thing, see key {KEY}", status=status), Reply("never served"))
     with pytest.raises(ProviderError) as info:
-        build("openai", srv).complete("s", USER)
+        build(kind, srv).complete("s", USER)
     message = str(info.value)
     assert words in message and f"HTTP {status}" in message and "bad thing" in message
     assert KEY not in message
@@ -176,18 +196,20 @@ def test_timeout_is_retried(kind: str, srv: FakeLLMServer) -> None:
     assert len(srv.requests) == 2
 
 
-def test_timeouts_exhaust_into_unavailable(srv: FakeLLMServer) -> None:
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_timeouts_exhaust_into_unavailable(kind: str, srv: FakeLLMServer) -> None:
     srv.queue(Reply("late", delay_s=1.0), Reply("late", delay_s=1.0))
     with pytest.raises(ProviderUnavailable) as info:
-        build("openai", srv, timeout=0.25, max_retries=1).complete("s", USER)
+        build(kind, srv, timeout=0.25, max_retries=1).complete("s", USER)
     assert info.value.status_code is None and "timed out" in str(info.value)
 
 
-def test_connection_refused_is_retried_then_unavailable() -> None:
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_connection_refused_is_retried_then_unavailable(kind: str) -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    provider = make_provider("openai", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, **FAST)
+    provider = make_provider(kind, base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, **FAST)
     with pytest.raises(ProviderUnavailable) as info:
         provider.complete("s", USER)
     assert info.value.attempts == 2 and "connection error" in str(info.value)
@@ -220,7 +242,8 @@ def test_key_never_reaches_logs_and_prompts_stay_out_of_info(
     assert ours and all(secret_prompt not in r.getMessage() for r in ours)
 
 
-@pytest.mark.parametrize(("kind", "env"), [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")])
+@pytest.mark.parametrize(("kind", "env"), [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY"),
+                                           ("gemini", "GEMINI_API_KEY")])
 def test_missing_key_without_base_url_is_a_config_error(kind: str, env: str) -> None:
     with pytest.raises(ProviderConfigError, match=env):
         make_provider(kind)
@@ -243,8 +266,8 @@ def test_openai_compatible_server_needs_no_key(srv: FakeLLMServer) -> None:
 
 
 def test_unknown_provider_lists_valid_names() -> None:
-    with pytest.raises(ProviderConfigError, match="openai, anthropic"):
-        make_provider("gemini")
+    with pytest.raises(ProviderConfigError, match="openai, anthropic, gemini"):
+        make_provider("cohere")
 
 
 def test_price_table_override_reaches_the_completion(srv: FakeLLMServer) -> None:

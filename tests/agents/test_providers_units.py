@@ -150,10 +150,10 @@ def test_retry_loop_raises_fatal_at_once_and_lets_bugs_through() -> None:
 
 
 def test_redact_removes_given_secrets_and_key_shapes() -> None:
-    text = "key sk-proj-abcdef123456 and sk-ant-api03-xyz**** and s3cr3t-token"
+    text = "key sk-proj-abcdef123456 and sk-ant-api03-xyz**** and s3cr3t-token and AIzaSyD-9tSrke72PouQ"
     cleaned = redact(text, ["s3cr3t-token"])
-    assert "abcdef" not in cleaned and "api03" not in cleaned and "s3cr3t" not in cleaned
-    assert cleaned.count("[redacted]") == 3
+    assert "abcdef" not in cleaned and "api03" not in cleaned and "s3cr3t" not in cleaned and "9tSrke" not in cleaned
+    assert cleaned.count("[redacted]") == 4
 
 
 def test_messages_must_be_user_or_assistant_turns() -> None:

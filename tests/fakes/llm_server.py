@@ -1,6 +1,6 @@
-"""A loopback HTTP server that speaks the OpenAI and Anthropic APIs with scripted replies.
+"""A loopback HTTP server that speaks the OpenAI, Anthropic and Gemini APIs with scripted replies.
 
-The real `openai` and `anthropic` clients talk to it over TCP, so tests cover
+The real `openai`, `anthropic` and `google-genai` clients talk to it over TCP, so tests cover
 what production covers (URL building, headers, JSON parsing, the SDKs' own
 exception classes) without patching either SDK and without the internet.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.fakes.llm_wire import APIS, Api, RecordedRequest, Reply, error_body, models_body, success_body
+from tests.fakes.llm_wire import APIS, GEMINI_PATH, Api, RecordedRequest, Reply, error_body, models_body, success_body
 
 __all__ = ["FakeLLMServer", "RecordedRequest", "Reply", "Responder"]
 
@@ -41,7 +41,7 @@ class FakeLLMServer:
     """Serves scripted replies on 127.0.0.1 from a background thread and records every request.
 
     Replies form one FIFO script; each entry is for any endpoint or for one
-    ("openai" / "anthropic"), and a request takes the oldest entry it may take.
+    ("openai" / "anthropic" / "gemini"), and a request takes the oldest entry it may take.
     With none left it asks `responder(request)`; without one it answers 400
     ("no scripted reply left"), which providers do not retry, so a short
     script fails fast.
@@ -72,7 +72,7 @@ class FakeLLMServer:
     # -- scripting and inspection ------------------------------------------------
 
     def queue(self, *replies: Reply, api: Api | None = None) -> None:
-        """Append replies to the script, for any endpoint or only for `api` ("openai" / "anthropic")."""
+        """Append replies to the script, for any endpoint or only for `api` ("openai" / "anthropic" / "gemini")."""
         if api is not None and api not in APIS:
             raise ValueError(f"api must be one of {APIS} or None, not {api!r}")
         with self._lock:
@@ -106,6 +106,11 @@ class FakeLLMServer:
     def openai_base_url(self) -> str:
         """What OpenAI-compatible clients take as base_url."""
         return f"{self.url}/v1"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """What the Gemini client takes as base_url (it appends /v1beta/models/<model>:generateContent)."""
+        return self.url
 
     @property
     def anthropic_base_url(self) -> str:
@@ -180,7 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
             body: Any = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        api = _ROUTES.get(path)
+        api = _ROUTES.get(path) or ("gemini" if GEMINI_PATH.match(path) else None)
         request = RecordedRequest("POST", path, {k.lower(): v for k, v in self.headers.items()}, body, api)
         fake._record(request)
         if api is None:

@@ -1,4 +1,4 @@
-"""The OpenAI and Anthropic wire formats, as far as our providers use them.
+"""The OpenAI, Anthropic and Gemini wire formats, as far as our providers use them.
 
 Bodies follow the vendors' documented shapes closely enough that the official
 SDKs parse replies into their real objects and raise their real exception
@@ -8,13 +8,16 @@ classes for error statuses; that is the whole point of the fake.
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Api = Literal["openai", "anthropic"]
-APIS: tuple[Api, ...] = ("openai", "anthropic")
+Api = Literal["openai", "anthropic", "gemini"]
+APIS: tuple[Api, ...] = ("openai", "anthropic", "gemini")
+# Gemini names the model in the path: /v1beta/models/<model>:generateContent
+GEMINI_PATH = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):generateContent$")
 
 _ids = itertools.count(1)
 
@@ -58,6 +61,9 @@ class RecordedRequest:
 
     @property
     def model(self) -> str | None:
+        if self.api == "gemini":
+            match = GEMINI_PATH.match(self.path)
+            return match.group("model") if match else None
         return self.body.get("model") if isinstance(self.body, dict) else None
 
     @property
@@ -65,6 +71,10 @@ class RecordedRequest:
         """System prompt and every message's text, joined: what the model was shown."""
         if not isinstance(self.body, dict):
             return ""
+        if self.api == "gemini":  # systemInstruction and contents, each a list of parts
+            turns = [self.body.get("systemInstruction") or {}, *self.body.get("contents", [])]
+            parts = [_text_of(t.get("parts")) for t in turns if isinstance(t, dict)]
+            return "\n".join(part for part in parts if part)
         parts = [_text_of(self.body.get("system"))]
         parts += [_text_of(m.get("content")) for m in self.body.get("messages", []) if isinstance(m, dict)]
         return "\n".join(part for part in parts if part)
@@ -103,6 +113,17 @@ _ANTHROPIC_ERRORS = {
     429: "rate_limit_error",
     529: "overloaded_error",
 }
+# google.rpc status names of the HTTP statuses
+_GEMINI_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 
 
 def success_body(api: Api, reply: Reply, request: RecordedRequest) -> dict[str, Any]:
@@ -111,6 +132,15 @@ def success_body(api: Api, reply: Reply, request: RecordedRequest) -> dict[str, 
     n_in = reply.input_tokens if reply.input_tokens is not None else count_tokens(request.prompt_text)
     n_out = reply.output_tokens if reply.output_tokens is not None else count_tokens(reply.text)
     serial = next(_ids)
+    if api == "gemini":
+        return {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": reply.text}]},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": n_in, "candidatesTokenCount": n_out,
+                              "totalTokenCount": n_in + n_out},
+            "modelVersion": model,
+            "responseId": f"fake{serial}",
+        }
     if api == "openai":
         return {
             "id": f"chatcmpl-fake{serial}",
@@ -142,6 +172,9 @@ def success_body(api: Api, reply: Reply, request: RecordedRequest) -> dict[str, 
 def error_body(api: Api | None, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
     """An error body in the vendor's shape, so the SDK raises the class it would for the real service."""
     message = message or f"fake server error (HTTP {status})"
+    if api == "gemini":
+        status_name = error_type or _GEMINI_STATUSES.get(status, "UNKNOWN")
+        return {"error": {"code": status, "message": message, "status": status_name}}
     if api == "anthropic":
         kind = error_type or _ANTHROPIC_ERRORS.get(status, "api_error" if status >= 500 else "invalid_request_error")
         return {"type": "error", "error": {"type": kind, "message": message}}

@@ -32,6 +32,7 @@ pytestmark = pytest.mark.skipif(not KFORGE.exists(), reason=f"{KFORGE} is not in
 SECRETS = {
     "OPENAI_API_KEY": "sk-test-secret-123",
     "ANTHROPIC_API_KEY": "sk-ant-test-secret-456",
+    "GEMINI_API_KEY": "AIza-test-secret-789",
     "KFORGE_DATABASE_URL": "postgresql://secret@x/y",
 }
 # Hostile candidates that never finish: a short limit keeps the suite quick.
