@@ -496,6 +496,7 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
             if native_cpu else None
         found = [C.amend(C.amend(c, parity), C.crosstalk_problem(ref, cand)) if c.name == "no_stray_work" else c
                  for c in found]
+    found.append(C.layout_check(plan, ref_trials, cand_trials, post if timed and cand.finished else None))
     provenance, _ = C.provenance_check(plan, ref_trials, cand_trials, cand.first("post_timing"))
     found.append(provenance)
     found.append(C.ops_check(ref_trials, cand_trials))

@@ -92,6 +92,16 @@ def snapshot_outputs(out: Any, into: list[Any] | None = None) -> tuple[str, list
     return structure, copies, kinds
 
 
+def stored_elements(out: Any) -> list[int | None]:
+    """Per output, the most elements its memory can hold: 1 + the sum over dims of
+    (size - 1) x |stride| (0 when empty; None for what is not a tensor). Fewer than
+    it has means some of its elements share memory: an expanded, broadcast or
+    overlapping view (``output_layout``)."""
+    _, items = flatten_output(out)
+    return [None if not isinstance(t, _Tensor) else 0 if t.numel() == 0 else
+            1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride(), strict=True)) for t in items]
+
+
 def sync(device: str) -> None:
     if device == "cuda":
         timing._cuda_sync()
@@ -156,7 +166,8 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
             emit({"kind": "trial", "index": index, "error": describe(exc, job["filename"])})
             continue
         frame: dict[str, Any] = {"kind": "trial", "index": index, "inputs": to_cpu(inputs),
-                                 "structure": structure, "outputs": outputs, "kinds": kinds}
+                                 "structure": structure, "outputs": outputs, "kinds": kinds,
+                                 "spans": stored_elements(out)}
         if trial["tag"] == "default" and warm is None:
             warm = inputs
         if trial["tag"] == "timing":
@@ -289,7 +300,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             structure, outputs, kinds = snapshot_outputs(out)
             native_after = guards.threads.native_threads()
             frame.update(unloaded=list(getattr(model, "_kforge_unloaded", [])))
-            frame.update(structure=structure, outputs=outputs, kinds=kinds, ops=recorder.ops,
+            frame.update(structure=structure, outputs=outputs, kinds=kinds, spans=stored_elements(out), ops=recorder.ops,
                          provenance=recorder.summary(out),
                          launches=launches.count - launched, inputs_after=to_cpu(inputs),
                          stray=guards.threads.stray_work(threads_before, uid if job.get("unique_uid") else -1),
@@ -329,11 +340,12 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             structure, outs, _ = snapshot_outputs(out, into)
             return structure, outs
 
-        watch = timed.Watch(record, lambda rec, out: rec.summary(out) if rec is not None else {}, snapshot)
+        watch = timed.Watch(record, lambda rec, out: rec.summary(out) if rec is not None else {}, snapshot,
+                            stored_elements)
         turn = turns(job, emit)
         timed.emit_timing(job, emit, timing_model, sets, "candidate", warm if warm is not None else sets[0],
                           lambda: sync(device), watch, turn)
-        emit({"kind": "post_timing", "outputs": watch.outputs, "structures": watch.structures,
+        emit({"kind": "post_timing", "outputs": watch.outputs, "structures": watch.structures, "spans": watch.spans,
               "provenance_reps": watch.provenance, "inputs_changed": watch.inputs_changed,
               "replayed": watch.replayed, "replay_outputs": watch.replay_outputs,
               "replay_structures": watch.replay_structures,

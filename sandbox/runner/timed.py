@@ -91,15 +91,19 @@ class Watch:
 
     ``record(model, args)`` returns a context manager (the recorder) and
     ``summary(recorder, out)`` its provenance summary; ``snapshot(out)`` the
-    output's (structure, tensors). ``outputs``/``structures``/``inputs_changed``
-    are per timed call; ``replayed`` names the sets run again under the
+    output's (structure, tensors); ``layout(out)`` what ``spans`` keeps of each
+    call's outputs (how many elements their memory holds).
+    ``outputs``/``structures``/``spans``/``inputs_changed`` are per timed call; ``replayed`` names the sets run again under the
     recorder, with their ``provenance``, ``replay_outputs`` and ``replay_structures``."""
 
     def __init__(self, record: Callable[[Any, list[Any]], Any], summary: Callable[[Any, Any], dict[str, Any]],
-                 snapshot: Callable[[Any], tuple[str, list[Any]]]) -> None:
+                 snapshot: Callable[[Any], tuple[str, list[Any]]],
+                 layout: Callable[[Any], list[Any]] | None = None) -> None:
         self.record = record
         self.summary = summary
         self.snapshot = snapshot
+        self.layout = layout
+        self.spans: list[list[Any]] = []
         self.outputs: list[list[Any]] = []
         self.structures: list[str] = []
         self.provenance: list[dict[str, Any]] = []
@@ -140,6 +144,8 @@ class Party:
             structure, outs = watch.snapshot(self.last[0], self.store[i] if i < len(self.store) else None)
             watch.structures.append(structure)
             watch.outputs.append(outs)
+            if watch.layout is not None:
+                watch.spans.append(watch.layout(self.last[0]))
             note_inputs(watch, i, self.buffers, self.sets[i])
         self.release()
 

@@ -136,6 +136,37 @@ def trial_checks(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]], can
     return checks
 
 
+def layout_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]], cand: dict[int, dict[str, Any]],
+                 post: dict[str, Any] | None) -> Check:
+    """output_layout: an output whose memory holds fewer elements than it has (an expanded,
+    broadcast or overlapping view: some elements share memory) where the reference's output
+    holds every one -- on a correctness trial or on any timed call. Such a view writes a
+    fraction of the output (one row standing for all), so its speed is not the reference's
+    work; it also breaks a caller that writes into the output. Values alone cannot show it."""
+    problems: list[str] = []
+    timing_sets = [i for i, s in enumerate(plan) if s["tag"] == "timing"]
+    calls = [(f"trial {i} ({_sizes(s)})", i, (cand.get(i) or {}).get("spans"), (cand.get(i) or {}).get("outputs"))
+             for i, s in enumerate(plan) if s["tag"] != "timing"]
+    post = post or {}
+    calls += [(f"timed call {k}", timing_sets[k], spans, outs) for k, (spans, outs) in
+              enumerate(zip(post.get("spans") or [], post.get("outputs") or [])) if k < len(timing_sets)]
+    for label, i, spans, outs in calls:
+        r = ref.get(i)
+        if r is None or "error" in r or not isinstance(spans, list) or not isinstance(outs, list):
+            continue
+        for k, (span, out) in enumerate(zip(spans, outs)):
+            if not (isinstance(span, int) and hasattr(out, "numel")) or span >= out.numel():
+                continue
+            r_spans, r_outs = r.get("spans") or [], r.get("outputs") or []
+            if k < min(len(r_spans), len(r_outs)) and isinstance(r_spans[k], int) \
+                    and hasattr(r_outs[k], "numel") and r_spans[k] < r_outs[k].numel():
+                continue  # the reference's output is such a view too
+            problems.append(f"{label}: output {k} ({list(out.shape)}) keeps {span} values in memory for its "
+                            f"{out.numel()} elements: an expanded or overlapping view; the reference's output "
+                            "holds every element")
+    return Check("output_layout", FAIL if problems else PASS, _group(problems)[:1500] if problems else "")
+
+
 def _group(problems: list[str]) -> str:
     """'trial 0 (...): X; trial 1 (...): X' -> 'trials 0, 1: X'."""
     by_text: dict[str, list[str]] = {}
