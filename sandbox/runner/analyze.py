@@ -40,6 +40,16 @@ def _meta(v: Any) -> Any:
     return type(v).__name__
 
 
+def _arg(a: Any) -> Any:
+    """A node's argument as plain data: a node by its name, lists of them (``torch.cat``'s
+    tensors) item by item, anything else as ``_meta`` has it."""
+    if hasattr(a, "name") and hasattr(a, "op"):
+        return a.name
+    if isinstance(a, (list, tuple)):
+        return [_arg(x) for x in a]
+    return _meta(a)
+
+
 def fx_graph(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]] | str:
     """Nodes of a torch.fx trace with the shapes that flow through them, or why tracing failed."""
     try:
@@ -68,8 +78,8 @@ def fx_graph(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]] 
         tm = node.meta.get("tensor_meta")
         nodes.append({
             "name": node.name, "op": node.op, "target": name, "module": str(target) if node.op == "call_module" else None,
-            "args": [a.name if hasattr(a, "name") else _meta(a) for a in node.args],
-            "kwargs": {k: (a.name if hasattr(a, "name") else _meta(a)) for k, a in node.kwargs.items()},
+            "args": [_arg(a) for a in node.args],
+            "kwargs": {k: _arg(a) for k, a in node.kwargs.items()},
             "shape": list(tm.shape) if tm is not None and hasattr(tm, "shape") else None,
             "dtype": str(tm.dtype).removeprefix("torch.") if tm is not None and hasattr(tm, "dtype") else None,
             "attrs": extra,

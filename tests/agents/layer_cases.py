@@ -262,6 +262,12 @@ CONV = {
 
 # norms and losses: written out by agents/offline/composite.py, covered through the pipeline
 COMPOSITE = {
+ # a cat of computed operands: each one a stage, the cat a stage, then the reduction
+ "cat_in_a_chain": ref("""
+    class Model(nn.Module):
+        def forward(self, x, y):
+            return torch.cat([torch.relu(x), y * 2.0], dim=1).sum(dim=1)
+    """, "[torch.randn(3, 5, 7), torch.randn(3, 2, 7)]"),
  "frobenius_norm": ref("""
     class Model(nn.Module):
         def forward(self, x):
@@ -334,6 +340,24 @@ TRIANGLE = {
         def forward(self, x):
             return x.tril(-3)
     """, "[torch.randn(9, 40)]"),
+}
+
+CONCAT = {
+ "cat_channels": ref("""
+    class Model(nn.Module):
+        def forward(self, x, y):
+            return torch.cat([x, y], dim=1)
+    """, "[torch.randn(3, 5, 7, 9), torch.randn(3, 2, 7, 9)]"),
+ "cat_last_three": ref("""
+    class Model(nn.Module):
+        def forward(self, a, b, c):
+            return torch.cat((a, b, c), -1)
+    """, "[torch.randn(4, 33), torch.randn(4, 1), torch.randn(4, 130)]"),
+ "cat_dim0_repeated": ref("""
+    class Model(nn.Module):
+        def forward(self, x, y):
+            return torch.concat([x, y, x], dim=0)
+    """, "[torch.randn(6, 5, 3), torch.randn(1, 5, 3)]"),
 }
 
 CROSS_ENTROPY = {

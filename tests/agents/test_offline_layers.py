@@ -24,6 +24,7 @@ from tests.agents.layer_cases import (
     ATTENTION,
     CHANNEL_NORM,
     COMPOSITE,
+    CONCAT,
     CONV,
     CROSS_ENTROPY,
     EVAL_NORM,
@@ -39,8 +40,9 @@ CASES = {**{k: ("pooling" if k != "adaptive" else "reduction", v) for k, v in PO
          **{k: ("channel_norm", v) for k, v in CHANNEL_NORM.items()}, **{k: ("conv", v) for k, v in CONV.items()},
          **{k: ("pipeline", v) for k, v in COMPOSITE.items()},
          **{k: ("attention", v) for k, v in ATTENTION.items()}, **{k: ("triangle", v) for k, v in TRIANGLE.items()},
+         **{k: ("concat", v) for k, v in CONCAT.items()},
          **CROSS_ENTROPY, **EVAL_NORM}
-EXACT = set(ARGREDUCE)  # indices: no tolerance
+EXACT = set(ARGREDUCE) | set(CONCAT)  # indices and copies: no tolerance
 BUNDLED = {
     "problems/level1/24_max_pool2d.py": "pooling",
     "problems/level1/25_avg_pool2d_padded.py": "pooling",
@@ -55,6 +57,7 @@ BUNDLED = {
     "problems/level1/32_tril_batched.py": "triangle",
     "problems/level1/33_cross_entropy_per_sample.py": "cross_entropy",
     "problems/level1/34_batch_norm_eval.py": "elementwise",
+    "problems/level1/35_concat_channels.py": "concat",
 }
 
 TRITON_CHECK = """

@@ -46,6 +46,7 @@ ALIASES = {
     "negative": "neg", "clip": "clamp", "absolute": "abs", "special_expit": "sigmoid", "expit": "sigmoid",
     "contiguous": "identity", "clone": "identity", "detach": "identity",
     "iadd": "add", "imul": "mul", "isub": "sub", "itruediv": "div",
+    "concat": "cat", "concatenate": "cat",
 }
 # nn.Module classes -> (canonical op, attributes read from the module, with defaults when the
 # analysis does not report them)
@@ -260,6 +261,14 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         if target == "permute" and len(dims) == 1 and isinstance(dims[0], list):
             dims = tuple(dims[0])
         return Expr("op", name, op="t" if target == "t" else target, args=(x,), attrs={"dims": dims})
+    if target == "cat":
+        parts = _arg(node, 0, "tensors", None)
+        if not isinstance(parts, list) or not parts:
+            raise Unsupported(f"{name}: cat of a computed or empty sequence")
+        dim = _arg(node, 1, "dim", 0)
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise Unsupported(f"{name}: cat along a computed dim")
+        return Expr("op", name, op="cat", args=tuple(_tensor(env, p, name) for p in parts), attrs={"dim": dim})
     if target in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as"):
         return Expr("op", name, op="view", args=(_tensor(env, args[0], name),))
     if target in composite.NORMS:

@@ -61,6 +61,19 @@ def pooling(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     return Match("pooling", f"{mode}_pool{nd}d", ctx, spec)
 
 
+def concat(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """torch.cat of forward inputs (in a pipeline, earlier stages' outputs) along one dim,
+    all of one rank and dtype."""
+    if root.kind != "op" or root.op != "cat":
+        raise NoMatch("the output is not a torch.cat")
+    xs = [forward_input(e, "cat") for e in root.args]
+    nd = len(out_shape)
+    if any(len(x.shape or ()) != nd for x in xs) or len({x.dtype for x in xs}) != 1:
+        raise NoMatch("a cat of tensors of different ranks or dtypes")
+    spec = {"xs": xs, "dim": _dim(root.attrs["dim"], nd), "out_shape": out_shape}
+    return Match("concat", f"cat of {len(xs)} along dim {spec['dim']}", ctx, spec)
+
+
 def arg_reduction(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     if root.kind != "op" or root.op != "argreduce":
         raise NoMatch("the output is not an argmax or argmin")

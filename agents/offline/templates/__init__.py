@@ -15,7 +15,7 @@ from .pipeline import Pipeline
 # The families, in the order the engine tries them: each is a Triton module here and a C
 # module of the same name in cpu/ (adding a family: docs/architecture.md).
 NAMES: tuple[str, ...] = ("elementwise", "softmax", "norm", "reduction", "matmul", "pooling", "argreduce", "scan",
-                          "channel_norm", "conv", "attention", "triangle", "cross_entropy")
+                          "channel_norm", "conv", "attention", "triangle", "cross_entropy", "concat")
 
 
 def _modules(package: str) -> dict[str, ModuleType]:
