@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import traceback
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,11 +16,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from sandbox import EvalOptions, JudgeError, error_json, evaluate_files
+from sandbox import JudgeError, error_json, evaluate_files
 
-from ..backends import BackendError
-from ..compose import eval_options
-from ..settings import get_settings
+from ..judged import ask, default_socket, judged, read_files, serve
 
 EXIT = {"pass": 0, "fail": 1, "error": 2}
 log = logging.getLogger("kforge.eval")
@@ -38,14 +35,17 @@ def eval_command(
                                          "native kernels)")] = "triton",
     sandbox: Annotated[str, typer.Option(help="process | docker")] = "process",
     trials: Annotated[int, typer.Option(help="Correctness trials at the default sizes (at least 5).")] = 5,
+    judge_socket: Annotated[Path | None, typer.Option(
+        "--judge", help="Socket of a running `kforge judged` to ask (default: its default socket, when one "
+                        "listens there).")] = None,
+    no_daemon: Annotated[bool, typer.Option("--no-daemon", help="Judge in this process even when a "
+                                            "`kforge judged` runs.")] = False,
 ) -> None:
-    try:
-        options = eval_options(get_settings(), backend, device=device, sandbox=sandbox, timeout=timeout,
-                               memory_mb=memory_mb, trials=trials)
-    except BackendError as exc:
-        result = error_json(str(exc))
-    else:
-        result = run_eval(str(reference), str(candidate), options)
+    request = {"backend": backend, "device": device, "sandbox": sandbox, "timeout": timeout, "memory_mb": memory_mb,
+               "trials": trials}
+    result = None if no_daemon else ask_daemon(reference, candidate, request, judge_socket)
+    if result is None:
+        result = judged(lambda options: evaluate_files(str(reference), str(candidate), options).to_json(), request)
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:
@@ -53,34 +53,40 @@ def eval_command(
     raise typer.Exit(EXIT[result["verdict"]])
 
 
-def run_eval(reference: str, candidate: str, options: EvalOptions) -> dict[str, Any]:
-    problems = validate(options)
-    if problems:
-        return error_json("; ".join(problems))
+def judged_command(
+    socket: Annotated[Path | None, typer.Option("--socket", help="Where to listen (default: "
+                                                "KFORGE_DATA_DIR/judged/judge.sock, where `kforge eval` looks).")] = None,
+) -> None:
+    """Answers `kforge eval` from one warm judge until stopped (Ctrl-C or SIGTERM)."""
+    from sandbox import Judge
+
+    path = socket or default_socket()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    with Judge(warm=True) as judge:
+        try:
+            serve(path, judge, ready=lambda: print(f"judge daemon listening at {path}", flush=True))
+        except OSError as exc:
+            typer.echo(f"kforge judged: {exc}", err=True)
+            raise typer.Exit(2) from exc
+
+
+def ask_daemon(reference: Path, candidate: Path, request: dict[str, Any], socket: Path | None) -> dict[str, Any] | None:
+    """The answer of a `kforge judged` (the one at ``socket``, else at the default socket when
+    one listens there), or None to judge here."""
+    path = socket or default_socket()
+    if socket is None and not path.exists():
+        return None
     try:
-        return evaluate_files(reference, candidate, options).to_json()
+        texts = read_files(reference, candidate)
     except JudgeError as exc:
         return error_json(str(exc))
-    except Exception as exc:  # kforge never crashes on a user's files
-        log.debug("internal error", exc_info=True)
-        tb = traceback.extract_tb(exc.__traceback__)[-1]
-        return error_json(f"internal error in the judge ({type(exc).__name__}: {exc} at "
-                          f"{Path(tb.filename).name}:{tb.lineno}); please report it")
-
-
-def validate(options: EvalOptions) -> list[str]:
-    problems = []
-    if options.timeout <= 0:
-        problems.append("--timeout must be positive")
-    if options.memory_mb < 256:
-        problems.append("--memory-mb must be at least 256")
-    if options.trials < 5:
-        problems.append("--trials must be at least 5")
-    if options.device not in ("auto", "cpu", "cuda"):
-        problems.append(f"--device {options.device!r}: use auto, cpu or cuda")
-    if options.sandbox not in ("process", "docker"):
-        problems.append(f"--sandbox {options.sandbox!r}: use process or docker")
-    return problems
+    answer = ask(path, {**request, "reference": texts[0], "candidate": texts[1],
+                        "reference_name": reference.name, "candidate_name": candidate.name},
+                 wait_s=4 * float(request["timeout"]) + 120)
+    if answer is None and socket is not None:
+        return error_json(f"no judge daemon listens at {path}: start one with `kforge judged --socket {path}`, "
+                          "or leave --judge out to judge here")
+    return answer
 
 
 def render(result: dict[str, Any]) -> None:

@@ -15,6 +15,8 @@ import typer
 # name -> (module, attribute, "command" | "group", help)
 COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "eval": ("app.cli.eval_cmd", "eval_command", "command", "Judge a candidate kernel against a reference, in a sandbox."),
+    "judged": ("app.cli.eval_cmd", "judged_command", "command",
+               "Keep a warm judge behind a socket: `kforge eval` asks it instead of starting one."),
     "optimize": ("app.cli.optimize_cmd", "optimize_command", "command",
                  "Search for a faster verified kernel for a problem."),
     "problems": ("app.cli.problems_cmd", "problems_app", "group", "Problem suites (KernelBench format)."),

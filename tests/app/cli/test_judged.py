@@ -1,0 +1,48 @@
+"""`kforge judged` and `kforge eval` asking it: the real CLI, a real daemon process on a
+Unix socket, the bundled relu-scale problem. The daemon's verdicts are the local
+judge's (checks, reasons), an eval finds a daemon at the default socket by itself,
+and a named socket without a daemon is a clear error (exit 2), not a silent fallback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from tests.conftest import KFORGE, ROOT, eval_json
+
+PROBLEM = ROOT / "problems" / "level1" / "1_relu_scale.py"
+WRONG = ROOT / "problems" / "level1" / "solutions" / "relu_scale" / "wrong_hardcoded_size.py"
+CORRECT = ROOT / "problems" / "level1" / "solutions" / "relu_scale" / "correct_triton.py"
+
+
+def test_eval_asks_the_daemon_at_the_default_socket_and_gets_the_local_verdict(tmp_path: Path) -> None:
+    env = {**os.environ, "KFORGE_DATA_DIR": str(tmp_path)}
+    proc = subprocess.Popen([*KFORGE, "judged"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert "judge daemon listening at" in line, (line, proc.stderr.read() if proc.stderr else "")
+        socket = tmp_path / "judged" / "judge.sock"
+        assert socket.exists() and socket.stat().st_mode & 0o777 == 0o600
+        code, report, _ = eval_json(PROBLEM, CORRECT, "--device", "cpu", env=env)
+        assert code == 0 and report["verdict"] == "pass", report
+        code, asked, _ = eval_json(PROBLEM, WRONG, "--device", "cpu", env=env)
+        local_code, local, _ = eval_json(PROBLEM, WRONG, "--device", "cpu", "--no-daemon", env=env)
+        assert code == local_code == 1
+        assert asked["checks"] == local["checks"] and asked["checks"]["perturbed_sizes"] == "fail"
+        code, refused, _ = eval_json(PROBLEM, CORRECT, "--device", "tpu", env=env)
+        assert code == 2 and "--device 'tpu'" in refused["reasons"][0], refused
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and not socket.exists()
+    # the daemon judged what it was asked (a log line each), not the --no-daemon run
+    assert err.count("1_relu_scale.py: pass") == 1 and err.count("1_relu_scale.py: fail") == 1, err
+    assert err.count("1_relu_scale.py: error") == 1, err
+
+
+def test_a_named_socket_without_a_daemon_is_an_error(tmp_path: Path) -> None:
+    code, report, _ = eval_json(PROBLEM, CORRECT, "--device", "cpu", "--judge", str(tmp_path / "none.sock"))
+    assert code == 2 and "no judge daemon listens at" in report["reasons"][0], report
