@@ -94,6 +94,9 @@ class Job:
             if self.memory is not None and self.memory.exceeded:
                 self.reason = "memory"
                 return "ended"
+            if getattr(self.runner, "parent", None) not in (None, os.getppid()):
+                self.reason = "orphaned"  # the judge died: nobody will read this job's frames
+                return "ended"
             if self.forward.backlog() > FORWARD_BACKLOG_BYTES and self.status is None:
                 # Only a live child is held back: once it has exited, what is left in its
                 # pipe is bounded, and must be read within the drain window (waiting on

@@ -77,6 +77,9 @@ class Runner:
         self.lock = threading.Lock()  # the judge's channel: forwarders' threads and this one
         self.wake_fd = -1  # read end of the SIGCHLD wake-up pipe (``main``), -1 without one
         self.sessions: set[int] = set()  # every live job's session (its child's pid)
+        # The judge that started this runner: once it is gone (its process killed), a running
+        # job is ended rather than left computing for nobody (``Job.watch``).
+        self.parent = os.getppid()
 
     def _write(self, data: bytes | memoryview) -> None:
         self.out.write(data)
