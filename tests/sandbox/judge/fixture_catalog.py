@@ -13,6 +13,7 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[3]
 ROOT = REPO / "tests" / "fixtures" / "judge"
@@ -100,11 +101,16 @@ def size_constants(module: ModuleType) -> dict[str, int]:
     }
 
 
-def perturbations(module: ModuleType) -> list[dict[str, int]]:
-    """Sizes other than the defaults: an odd shrink and a small growth."""
+def perturbations(module: ModuleType) -> list[dict[str, Any]]:
+    """Sizes other than the defaults: an odd shrink and a small growth, with the module
+    values computed from them (``bias_shape = (channels, 1)``) following, as the judge's
+    perturbed trials have them (``sandbox.problem.derived_values``)."""
+    from sandbox.problem import derived_values, load_problem
+
     sizes = size_constants(module)
     if not sizes:
         return []
     shrink = {k: max(1, (v * 2 // 3) | 1) for k, v in sizes.items()}
     grow = {k: v + 5 for k, v in sizes.items()}
-    return [shrink, grow]
+    problem = load_problem(module.__file__ or "")
+    return [{**s, **derived_values(problem, s)} for s in (shrink, grow)]

@@ -50,7 +50,7 @@ REQUIRED = {
     "native: torch does the work": ["native_torch_work"],
     "native cached result": ["native_static_cache", "native_content_cache"],
     "native input mutation": ["native_input_write", "native_input_write_view"],
-    "native shape hard-coding": ["native_hardcoded_size"],
+    "native shape hard-coding": ["native_hardcoded_size", "native_derived_shape"],
     "native stray thread": ["native_stray_thread"],
     "native computed source": ["native_computed_source"],
     "native loader internals": ["native_loader_internals"],
