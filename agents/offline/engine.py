@@ -20,7 +20,7 @@ from sandbox import EvalOptions
 from .match import Match, MatchReport, match_report
 from .signature import Signature, from_source
 from .templates import families_for
-from .templates.cpu.common import NotRenderable
+from .templates.common import NotRenderable
 from .tune_space import widen
 
 LABEL = "offline engine (no LLM)"

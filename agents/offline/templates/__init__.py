@@ -1,7 +1,7 @@
-"""One module per family of starter kernels. Each has ``render(match, params) -> str``,
-a complete candidate file, and ``PARAM_SPACE``, the launch parameters to autotune over
-(best guess first). Triton templates serve the triton and cuda backends; the C
-templates of the cpu backend live in ``cpu/``."""
+"""One module per family of starter kernels and backend. Each has ``render(match, params)
+-> str``, a complete candidate file, and ``PARAM_SPACE``, the launch parameters to autotune
+over (best guess first). The Triton templates (``triton/``) serve the triton and cuda
+backends, the C templates (``cpu/``) the cpu backend; what both share sits here."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from ... import backends
 from .pipeline import Pipeline
 
-# The families, in the order the engine tries them: each is a Triton module here and a C
+# The families, in the order the engine tries them: each is a Triton module in triton/ and a C
 # module of the same name in cpu/ (adding a family: docs/architecture.md).
 NAMES: tuple[str, ...] = ("elementwise", "softmax", "norm", "reduction", "matmul", "pooling", "argreduce", "scan",
                           "channel_norm", "conv", "attention", "triangle", "cross_entropy", "concat")
@@ -22,7 +22,7 @@ def _modules(package: str) -> dict[str, ModuleType]:
     return {name: importlib.import_module(f"{package}.{name}") for name in NAMES}
 
 
-FAMILIES: dict[str, ModuleType] = _modules(__name__)
+FAMILIES: dict[str, ModuleType] = _modules(__name__ + ".triton")
 CPU_FAMILIES: dict[str, ModuleType] = _modules(__name__ + ".cpu")
 
 # every backend (agents/backends.py) gets its template set, plus the pipeline: a chain of

@@ -37,6 +37,10 @@ KERNEL_NAMES = {"tl", "triton", "torch", "nn", "math", "pid", "offs", "mask", "n
 
 
 @dataclass
+class NotRenderable(ValueError):
+    """The match is valid but this backend's template does not cover it (e.g. a dtype)."""
+
+
 class ExprWriter(OpWriter):
     """Writes one Triton statement per op node of an elementwise DAG (ops.OpWriter), and
     collects the device helpers (``_tanh``, ``_softplus``) the statements call."""

@@ -157,3 +157,17 @@ class OpWriter:
         if op == "pow":
             return self.power(args[0], float(e.args[1].value))
         return self.spelled(op, args)
+
+
+def formula(e: Expr, ctx: Any = None) -> str:
+    """The DAG as one nested expression, for docstrings."""
+    if e.kind == "const":
+        bound = ctx.scalar(e) if ctx is not None else None
+        return bound[0] if bound else repr(e.value)
+    if e.is_leaf:
+        return e.ref
+    if e.op in ("identity", "cast", "view"):
+        return formula(e.args[0], ctx)
+    tanh = e.op == "gelu" and e.attrs.get("approximate") == "tanh"
+    extra = ", approximate='tanh'" if tanh else ""
+    return f"{e.op}({', '.join(formula(a, ctx) for a in e.args)}{extra})"

@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .common import model_class
+from .common import NotRenderable, model_class
 from .compose import compose
-from .cpu.common import NotRenderable
 
 
 def reshape_stage(ctx: Any, view: str) -> str:

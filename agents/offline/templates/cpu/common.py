@@ -11,7 +11,7 @@ from typing import Any
 
 from ...ir.expr import Expr
 from ...template_context import Context
-from ..common import model_class
+from ..common import NotRenderable, model_class
 from ..ops import OpWriter
 
 HEADER = "import torch\nimport torch.nn as nn\nfrom kforge_native import load_c\n"
@@ -28,10 +28,6 @@ C_RESERVED = {"i", "r", "c", "n", "b", "start", "end", "rows", "cols", "out", "n
               "const", "return", "for", "if", "else", "static", "inline", "void", "char", "long", "short", "union",
               "signed", "unsigned", "auto", "register", "restrict", "sizeof", "struct", "switch", "case", "default",
               "do", "while", "goto", "break", "continue", "enum", "extern", "typedef", "volatile"}
-
-
-class NotRenderable(ValueError):
-    """The match is valid but this backend's template does not cover it (e.g. a dtype)."""
 
 
 def c_float(v: float) -> str:

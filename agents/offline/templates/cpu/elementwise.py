@@ -14,7 +14,7 @@ from typing import Any
 
 from ...ir.expr import Expr
 from ..common import broadcast_block
-from ..elementwise import formula
+from ..ops import formula
 from .common import INLINE, POSITIVE_FORMS, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 

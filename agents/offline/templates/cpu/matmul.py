@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.expr import Expr
-from ..elementwise import formula
+from ..ops import formula
 from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .gemm import ISA, MICRO, NR_FN, PACK, PACK_FN
 from .mathlib import prelude

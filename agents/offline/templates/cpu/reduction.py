@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..elementwise import formula
+from ..ops import formula
 from .common import CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.expr import Expr
-from .common import (
+from ...ir.expr import Expr
+from ..common import (
     ExprWriter,
     broadcast_block,
     doc_lines,
@@ -22,6 +22,7 @@ from .common import (
     needs_upcast,
     wrap,
 )
+from ..ops import formula
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK": 1024, "num_warps": 4},
@@ -29,20 +30,6 @@ PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK": 512, "num_warps": 4},
     {"BLOCK": 4096, "num_warps": 8},
 ]
-
-
-def formula(e: Expr, ctx: Any = None) -> str:
-    """The DAG as one nested expression, for docstrings."""
-    if e.kind == "const":
-        bound = ctx.scalar(e) if ctx is not None else None
-        return bound[0] if bound else repr(e.value)
-    if e.is_leaf:
-        return e.ref
-    if e.op in ("identity", "cast", "view"):
-        return formula(e.args[0], ctx)
-    tanh = e.op == "gelu" and e.attrs.get("approximate") == "tanh"
-    extra = ", approximate='tanh'" if tanh else ""
-    return f"{e.op}({', '.join(formula(a, ctx) for a in e.args)}{extra})"
 
 
 def render(match: Any, params: dict[str, Any]) -> str:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import conv_host
-from .common import ExprWriter, dtype_of, helper_source, model_class, module_source, triton_epilogue
+from .. import conv_host
+from ..common import ExprWriter, dtype_of, helper_source, model_class, module_source, triton_epilogue
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2},

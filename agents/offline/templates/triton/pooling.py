@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import model_class, module_source
-from .settings import POOL_OUT_SIZE, pool_settings
+from ..common import model_class, module_source
+from ..settings import POOL_OUT_SIZE, pool_settings
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK": 256, "num_warps": 4},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import model_class, module_source
+from ..common import model_class, module_source
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK_M": 4, "BLOCK_C": 1024, "num_warps": 4},

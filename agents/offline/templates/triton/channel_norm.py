@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import ExprWriter, helper_source, model_class, module_source, triton_epilogue
-from .settings import setting_expr
+from ..common import ExprWriter, helper_source, model_class, module_source, triton_epilogue
+from ..settings import setting_expr
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK": 1024, "num_warps": 4},

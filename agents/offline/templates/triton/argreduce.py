@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import model_class, module_source
+from ..common import model_class, module_source
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK_M": 4, "BLOCK_N": 256, "num_warps": 4},

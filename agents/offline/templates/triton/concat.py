@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import model_class, module_source
+from ..common import model_class, module_source
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK": 1024, "num_warps": 4},

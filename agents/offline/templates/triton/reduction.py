@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import dtype_of, model_class, module_source
-from .cpu.common import NotRenderable
+from ..common import NotRenderable, dtype_of, model_class, module_source
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK_M": 4, "BLOCK_N": 1024, "num_warps": 4},

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.expr import Expr
-from .common import ExprWriter, dtype_of, helper_source, model_class, module_source, needs_upcast
-from .elementwise import formula
+from ...ir.expr import Expr
+from ..common import ExprWriter, dtype_of, helper_source, model_class, module_source, needs_upcast
+from ..ops import formula
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 3},

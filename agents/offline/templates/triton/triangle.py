@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import model_class, module_source
+from ..common import model_class, module_source
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BLOCK_M": 32, "BLOCK_N": 64, "num_warps": 4},

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import dtype_of, model_class, module_source
+from ..common import dtype_of, model_class, module_source
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"MAX_BLOCK": 4096, "num_warps": 4},
