@@ -137,11 +137,15 @@ def plan_trials(problem: Problem, options: EvalOptions, reps: int = 5) -> list[d
     plan = [{"tag": "default", "seed": seed(), "input_seed": seed()} for _ in range(trials)]
     for sizes in perturbations(problem, large):
         # Values computed from the sizes (``bias_shape = (out_channels, 1, 1)``) follow
-        # them, as in a fitted reference; the sizes alone too (a reference may need such a
-        # value to keep its default), except on a large problem, where every trial is costly.
+        # them, as in a fitted reference; where the reference cannot run so, the sizes alone
+        # (a reference may need such a value to keep its default: ``fallback``, run only when
+        # the trial before it failed), except on a large problem, where every trial is costly.
         derived = derived_values(problem, sizes)
-        kinds = ([{**sizes, **derived}] if derived else []) + ([sizes] if not (derived and large) else [])
-        plan += [{"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": c} for c in kinds]
+        if derived:
+            plan.append({"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": {**sizes, **derived}})
+        if not (derived and large):
+            plan.append({"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": sizes,
+                         **({"fallback": True} if derived else {})})
     shared = seed()
     sets = reps if options.timing_sets is None else min(options.timing_sets, reps)
     plan += [{"tag": "timing", "seed": shared, "input_seed": seed()} for _ in range(max(0, sets))]

@@ -141,9 +141,12 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
     planned = sum(1 for t in job["trials"] if t["tag"] == "timing")
     cap = planned
     replayed = set(job.get("replayed") or ())  # the judge holds these trials' results from an earlier run
+    ran = set(replayed)  # trials that gave outputs (a replayed one did, or it would not be kept)
     for index, trial in enumerate(job["trials"]):
         if trial["tag"] == "timing" and len(sets) >= cap or index in replayed:
             continue  # not needed: the judge times the sets that were made
+        if trial.get("fallback") and index - 1 in ran:
+            continue  # the trial it stands in for ran
         module.__dict__.update(defaults)
         module.__dict__.update(trial.get("constants") or {})
         first_set = trial["tag"] == "timing" and timing_model is None
@@ -165,6 +168,7 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
         except Exception as exc:
             emit({"kind": "trial", "index": index, "error": describe(exc, job["filename"])})
             continue
+        ran.add(index)
         frame: dict[str, Any] = {"kind": "trial", "index": index, "inputs": to_cpu(inputs),
                                  "structure": structure, "outputs": outputs, "kinds": kinds,
                                  "spans": stored_elements(out)}
