@@ -262,6 +262,18 @@ CONV = {
 
 # norms and losses: written out by agents/offline/composite.py, covered through the pipeline
 COMPOSITE = {
+ # a softmax over the flattened spatial dims, then back to the shape before the flatten (level2/38)
+ "spatial_softmax": ref("""
+    class Model(nn.Module):
+        def __init__(self, channels):
+            super().__init__()
+            self.scale = nn.Parameter(torch.randn(1, channels, 1, 1))
+        def forward(self, x):
+            x = torch.clamp(x * 2.0, 0.0, 1.5)
+            b, c, h, w = x.shape
+            x = torch.softmax(x.view(b, c, -1), dim=2)
+            return x.view(b, c, h, w) * self.scale
+    """, "[torch.randn(3, channels, 5, 7)]", "[channels]", "channels = 4"),
  # a cat of computed operands: each one a stage, the cat a stage, then the reduction
  "cat_in_a_chain": ref("""
     class Model(nn.Module):

@@ -210,10 +210,29 @@ def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
     else:
         raise NoMatch(f"{node.name}: a reshape of {src.kind} {src.name}")
     terms = view_terms(tuple(src.shape or ()), tuple(node.shape or ()))
-    if terms is None:
+    if terms is not None:
+        return f"{var}.reshape({', '.join(t.format(t=var) for t in terms)})"
+    like = _shaped_like(node, names, ctx)
+    if like is None:
         raise NoMatch(f"{node.name}: a reshape of {list(src.shape or ())} to {list(node.shape or ())} that is not "
-                      "an unsqueeze, squeeze or flatten")
-    return f"{var}.reshape({', '.join(t.format(t=var) for t in terms)})"
+                      "an unsqueeze, squeeze or flatten, nor back to the shape of a tensor before it")
+    return f"{var}.reshape({like}.shape)"
+
+
+def _shaped_like(node: Expr, names: dict[int, str], ctx: Context) -> str | None:
+    """An earlier stage's output (or a forward input) upstream of a reshape, of the shape the
+    reshape asks for, by name: a reshape that splits dims takes its sizes from it, as the
+    reference does (``x.view(b, c, -1)``, ..., ``.view(b, c, d, h, w)`` with b..w read off
+    x.shape), so they follow the tensor when the judge perturbs sizes. The nearest first."""
+    want = tuple(node.shape or ())
+    for e in reversed(node.args[0].walk()):
+        if tuple(e.shape or ()) != want:
+            continue
+        if id(e) in names:
+            return names[id(e)]
+        if e.kind == "input":
+            return ctx.forward_arg(e.index)
+    return None
 
 
 def _names(ctx: Context, n: int) -> list[str]:
