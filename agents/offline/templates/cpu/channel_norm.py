@@ -5,7 +5,9 @@ the matched elementwise epilogue, before the value's only store.
 
 The input is (N, C, S) with S the flattened spatial dims. Group / instance norm: each
 OpenMP iteration owns one (sample, group), a contiguous run of C/G * S values
-(instance: G = C). Batch norm: each iteration owns one channel, walking its N rows of S.
+(instance: G = C). Batch norm: each iteration owns one channel, walking its N rows of S;
+over (N, C) rows (S == 1, BatchNorm1d after a GEMM) a block of CB columns instead, read
+row by row (a channel's values are C floats apart).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from .common import INLINE, c_epilogue, helper_names, module_source, omp_schedul
 from .mathlib import prelude
 
 _RESERVED = {"x", "w", "y", "xr", "yr", "r", "k", "c", "s", "n", "sum", "sq", "mean", "inv", "m", "scale", "shift",
-             "len", "cg", "d", "N", "C", "S", "G", "eps", "at", "acc"}
+             "len", "cg", "d", "N", "C", "S", "G", "eps", "at", "acc", "c0", "c1", "j", "sums", "sqs", "scales", "shifts"}
+# Columns per OpenMP iteration of a batch norm over (N, C) rows (S == 1).
+COLUMN_BLOCK = 64
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"schedule": "static", "simdlen": 0, "par_min": 16384},
@@ -61,6 +65,48 @@ BATCH = '''/* Per channel: statistics over the N samples' S values, then the cha
 void batch_norm(const float* x, const float* w, const float* b, float* y, {extra}int64_t N, int64_t C, int64_t S,
                 int64_t G, double eps{scalars}) {{
     (void)G;
+    if (S == 1) {{
+        /* (N, C) rows: a channel is a column, C floats apart. Walking one column at a time
+           would fetch a cache line per value; each iteration instead owns a block of CB
+           columns and reads the rows' CB consecutive values, three passes (sum, centred
+           squares, the writing pass). */
+        #pragma omp parallel for {schedule} if(N * C > {par_min})
+        for (int64_t c0 = 0; c0 < C; c0 += {cb}) {{
+            const int64_t c1 = C - c0 < {cb} ? C : c0 + {cb};
+            double sums[{cb}], sqs[{cb}];
+            float scales[{cb}], shifts[{cb}];
+            for (int64_t j = 0; j < c1 - c0; j++) {{ sums[j] = 0; sqs[j] = 0; }}
+            for (int64_t n = 0; n < N; n++) {{
+                const float* xr = x + n * C + c0;
+                {simd}
+                for (int64_t j = 0; j < c1 - c0; j++) sums[j] += xr[j];
+            }}
+            for (int64_t j = 0; j < c1 - c0; j++) sums[j] /= N;
+            for (int64_t n = 0; n < N; n++) {{
+                const float* xr = x + n * C + c0;
+                {simd}
+                for (int64_t j = 0; j < c1 - c0; j++) {{ const double d = xr[j] - sums[j]; sqs[j] += d * d; }}
+            }}
+            for (int64_t j = 0; j < c1 - c0; j++) {{
+                const float inv = (float)(1.0 / sqrt(sqs[j] / N + eps));
+                scales[j] = inv * w[c0 + j];
+                shifts[j] = b[c0 + j] - (float)sums[j] * scales[j];
+            }}
+            for (int64_t n = 0; n < N; n++) {{
+                const float* xr = x + n * C + c0;
+                float* yr = y + n * C + c0;
+                {simd}
+                for (int64_t j = 0; j < c1 - c0; j++) {{
+                    const int64_t c = c0 + j, at = n * C + c;
+                    (void)at;
+                    const float acc = xr[j] * scales[j] + shifts[j];
+{epilogue}
+                    yr[j] = {result};
+                }}
+            }}
+        }}
+        return;
+    }}
     #pragma omp parallel for {schedule} if(N * C * S > {par_min})
     for (int64_t c = 0; c < C; c++) {{
         double sum = 0;
@@ -109,7 +155,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
     fmt = dict(schedule=omp_schedule(params), par_min=params["par_min"], simd=simd_pragma(params),
                simd_sum=simd_pragma(params, "reduction(+:sum)"), simd_sq=simd_pragma(params, "reduction(+:sq)"),
                extra="".join(f"{a}, " for a in ep.c_args),
-               scalars="".join(f", float {s}" for s in scalars), epilogue=body, result=ep.result)
+               scalars="".join(f", float {s}" for s in scalars), epilogue=body, result=ep.result,
+               cb=params.get("CB", COLUMN_BLOCK))
     kernel = (BATCH if kind == "batch" else GROUPS).format(**fmt)
     proto = (f"void {fn}(const float* x, const float* w, const float* b, float* y, {fmt['extra']}int64_t N, "
              f"int64_t C, int64_t S, int64_t G, double eps{fmt['scalars']})")
