@@ -133,6 +133,13 @@ class OfflineEngine:
         space = self.templates[family].PARAM_SPACE
         return widen(space) if wide else space
 
+    def match_space(self, match: Match, wide: bool = False) -> list[dict[str, Any]]:
+        """A match's parameter sets: its family's, or (the pipeline) ones that depend on its stages."""
+        template = self.templates[match.family]
+        if hasattr(template, "space_for"):
+            return template.space_for(match, wide)
+        return self.space(match.family, wide)
+
     def _render(self, matches: list[Match], max_candidates: int, skipped: list[str], wide: bool = False,
                 ) -> list[Proposal]:
         out: list[Proposal] = []
@@ -143,12 +150,12 @@ class OfflineEngine:
                 usable.append(m)
             else:
                 skipped.append(f"{m.family} ({m.kind}): no {m.family} template for backend {self.backend}")
-        spaces = {m.family: self.space(m.family, wide) for m in usable}
-        depth = max((len(spaces[m.family]) for m in usable), default=0)
+        spaces = {id(m): self.match_space(m, wide) for m in usable}
+        depth = max((len(spaces[id(m)]) for m in usable), default=0)
         refused: set[int] = set()
         for rank in range(depth):
             for m in usable:
-                space = spaces[m.family]
+                space = spaces[id(m)]
                 if rank >= len(space) or len(out) >= max_candidates or id(m) in refused:
                     continue
                 params = dict(space[rank])

@@ -134,3 +134,30 @@ def test_reshapes_between_stages_and_forward_constants_pass_the_judge(judge: Jud
     assert result.best.proposal.note.startswith("matmul + add + minimum | reshape | max_pool1d | reshape | sum;")
     assert ".reshape(t0.shape[0], 1, t0.shape[1])" in result.best.proposal.source
     assert "self.cap" in result.best.proposal.source  # the constant follows the constructor
+
+
+def test_the_tuning_space_varies_the_stages_apart() -> None:
+    """A pipeline's wider space gives each stage its own parameter set (``ranks``), one stage
+    off its first guess at a time first; every such variant is right."""
+    from tests.agents.cpu_harness import analyse, check
+
+    source = ref("""
+        class Model(nn.Module):
+            def __init__(self, features):
+                super().__init__()
+                self.fc = nn.Linear(features, features)
+                self.gn = nn.GroupNorm(4, features)
+            def forward(self, x):
+                return torch.relu(self.gn(self.fc(x) * 2.0))
+        """, "[torch.randn(6, features)]", "[features]", "features = 24")
+    engine = OfflineEngine("cpu")
+    plain = engine.propose(analyse(source), 24)
+    wide = engine.tuning_plan(analyse(source), 24).proposals
+    assert all("ranks" not in p.params for p in plain) and [p.params for p in plain] == [p.params for p in wide[:4]]
+    staged = [p for p in wide if "ranks" in p.params]
+    assert len(staged) >= 6, [p.params for p in wide]
+    first = [p.params["ranks"] for p in staged[:6]]
+    assert all(sum(r > 0 for r in ranks) == 1 for ranks in first), first  # one stage off rank 0 at a time
+    assert len({p.source for p in wide}) == len(wide)
+    for i, p in enumerate(staged[:3]):
+        check(source, p.source, f"ranks_{i}", atol=1e-4, rtol=1e-4)

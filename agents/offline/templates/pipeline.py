@@ -1,10 +1,13 @@
-"""The ``pipeline`` family: a chain of stages (agents/offline/match_pipeline.py), each
+"""The ``pipeline`` family: a chain of stages (agents/offline/match/pipeline.py), each
 rendered by its own family's template for the same backend, composed into one
 candidate (compose.py). Parameter set ``rank`` r takes every stage's r-th parameter
-set (or its last one, when it has fewer): the stages are tuned together."""
+set (or its last one, when it has fewer): the stages are tuned together. The tuning
+pass's wider space (``space_for``) also varies them apart: ``ranks`` gives each stage
+its own (a conv stage's algorithm with its epilogue's best guess, ...)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,13 +25,36 @@ class Pipeline:
     """The pipeline template of one backend, over that backend's family templates."""
 
     PARAM_SPACE: list[dict[str, Any]] = [{"rank": 0}, {"rank": 1}, {"rank": 2}, {"rank": 3}]
+    WIDE_MAX = 64  # parameter sets of the wider space at most (a tuning pass times the first --tune-variants)
 
     def __init__(self, families: Mapping[str, Any], backend: str) -> None:
         self.families = families
         self.backend = backend
 
+    def space_for(self, match: Any, wide: bool = False) -> list[dict[str, Any]]:
+        """``PARAM_SPACE``; ``wide``: then per-stage ranks (``ranks``), the stages varied one
+        at a time off rank 0, then two at a time, ... (nearest to the first guess first)."""
+        space = [dict(p) for p in self.PARAM_SPACE]
+        if not wide:
+            return space
+        sizes = [len(self.families[s.match.family].PARAM_SPACE) if s.match is not None and
+                 s.match.family in self.families else 1 for s in match.spec["stages"]]
+        uniform = {tuple(min(r, n - 1) for n in sizes) for r in range(len(self.PARAM_SPACE))}
+        for changed in range(1, len(sizes) + 1):  # how many stages leave rank 0
+            for which in itertools.combinations(range(len(sizes)), changed):
+                for values in itertools.product(*(range(1, sizes[i]) for i in which)):
+                    ranks = [0] * len(sizes)
+                    for i, v in zip(which, values, strict=True):
+                        ranks[i] = v
+                    if tuple(ranks) not in uniform:
+                        space.append({"ranks": ranks})
+                    if len(space) >= self.WIDE_MAX:
+                        return space
+        return space
+
     def render(self, match: Any, params: dict[str, Any]) -> str:
         stages = match.spec["stages"]
+        ranks = params.get("ranks") or [int(params["rank"])] * len(stages)
         sources: list[str] = []
         for i, stage in enumerate(stages):
             if stage.match is None:  # a reshape of a contiguous tensor: no kernel
@@ -39,8 +65,9 @@ class Pipeline:
                 raise NotRenderable(f"stage {i + 1} ({stage.match.kind}): no {stage.match.family} template "
                                          f"for backend {self.backend}")
             space = family.PARAM_SPACE
-            sources.append(family.render(stage.match, dict(space[min(int(params["rank"]), len(space) - 1)])))
+            sources.append(family.render(stage.match, dict(space[min(int(ranks[i]), len(space) - 1)])))
+        which = (f"rank={params['rank']} (each stage's parameter set of that rank)" if "ranks" not in params else
+                 f"ranks={list(params['ranks'])} (stage by stage)")
         doc = (f"{len(stages)} stages, one kernel each (offline engine, no LLM, backend {self.backend}): "
-               + " | ".join(s.kind for s in stages) + f".\n\nParameters: rank={params['rank']} "
-               "(each stage's parameter set of that rank).\n")
+               + " | ".join(s.kind for s in stages) + f".\n\nParameters: {which}.\n")
         return compose(sources, [s.name for s in stages], match.ctx.signature.forward_names(), doc)
