@@ -48,6 +48,7 @@ class Fit:
     sizes: dict[str, int]       # the sizes used (== defaults when nothing was scaled)
     factor: float
     source: str                 # the reference as run: the sizes written in
+    params_bytes: int = 0       # the model's parameters and buffers at `sizes`, measured in the sandbox
 
     @property
     def scaled(self) -> bool:
@@ -187,23 +188,39 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
     for attempt in range(attempts):
         sizes = scaled_sizes(defaults, factor)
         source = with_sizes(problem, sizes, in_place)
+        params = 0
         try:
-            used = measured_bytes(analyze(source, f"{problem.name}.py"))
+            analysis = analyze(source, f"{problem.name}.py")
+            used, params = measured_bytes(analysis), int(analysis.get("params_bytes") or 0)
         except ProblemError as exc:  # e.g. the sandbox's memory limit: try smaller
             last, used = str(exc), None
             if attempt == 0 and in_place:
                 # constants computed from the sizes may have to keep their defaults (with_sizes)
                 in_place = False
                 continue
-        if used is not None and used <= budget:
-            return Fit(budget_gb, used, defaults, sizes, factor, source)
+        if used is not None and used <= budget and params <= params_cap(budget_gb):
+            return Fit(budget_gb, used, defaults, sizes, factor, source, params)
         if not defaults or sizes == scaled_sizes(defaults, factor / 4):
             break  # nothing left to shrink
-        shrink = (budget / used) ** 0.5 * 0.9 if used else 0.25
+        over = max(used / budget, params / params_cap(budget_gb)) if used else 0.0
+        shrink = (1 / over) ** 0.5 * 0.9 if over else 0.25
         factor *= min(max(shrink, 0.05), 0.9)
-    why = f"{used / GB:.2f} GB at the smallest sizes tried" if used else (last or "no measurement")
+    why = (f"{used / GB:.2f} GB of inputs and outputs, {params / GB:.2f} GB of parameters (at most "
+           f"{params_cap(budget_gb) / GB:g}) at the smallest sizes tried") if used else (last or "no measurement")
     raise FitError(f"{problem.name}: cannot fit one call in {budget_gb:g} GB by scaling "
                    f"{', '.join(defaults) or 'its sizes (none found)'}: {why}")
+
+
+def params_cap(budget_gb: float) -> float:
+    """Bytes the model's parameters and buffers may take: the budget counts one call's
+    inputs and outputs, but the reference, every candidate and the tuning pass's variants
+    each hold the weights too, within the sandbox's memory (KernelBench level 2 has GEMMs
+    of 32768 x 32768: 4 GB of weight for 16 MB of input). PARAMS_GB, or the budget when
+    larger."""
+    return max(budget_gb, PARAMS_GB) * GB
+
+
+PARAMS_GB = 0.5
 
 
 def budget_options(options: EvalOptions, budget_gb: float) -> EvalOptions:

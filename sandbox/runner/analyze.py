@@ -130,8 +130,10 @@ def shapes(module: Any, job: dict[str, Any]) -> dict[str, Any]:
             if device != "meta":
                 raise
             continue
+        held = [*model.parameters(), *model.buffers()] if isinstance(model, torch.nn.Module) else []
         return {"init_inputs": [_meta(v) for v in init_inputs], "inputs": [_meta(v) for v in inputs],
-                "outputs": _meta(list(out) if isinstance(out, (tuple, list)) else [out]), "shapes_on": device}
+                "outputs": _meta(list(out) if isinstance(out, (tuple, list)) else [out]), "shapes_on": device,
+                "params_bytes": sum(t.numel() * t.element_size() for t in held)}
     raise AssertionError("unreachable")
 
 

@@ -36,11 +36,11 @@ KERNEL_NAMES = {"tl", "triton", "torch", "nn", "math", "pid", "offs", "mask", "n
                 "grid", "BLOCK"}
 
 
-@dataclass
 class NotRenderable(ValueError):
     """The match is valid but this backend's template does not cover it (e.g. a dtype)."""
 
 
+@dataclass
 class ExprWriter(OpWriter):
     """Writes one Triton statement per op node of an elementwise DAG (ops.OpWriter), and
     collects the device helpers (``_tanh``, ``_softplus``) the statements call."""

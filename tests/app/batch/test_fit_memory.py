@@ -219,3 +219,43 @@ def test_a_fit_that_breaks_the_reference_in_place_sets_the_sizes_at_the_end(tmp_
     exec(compile(fit.source, "chained.py", "exec"), ns)
     assert ns["norm_shape"] == (32,)  # computed from the default width, kept
     assert ns["width"] == fit.sizes["width"] < 32 and ns["batch_size"] == fit.sizes["batch_size"] < 64
+
+
+BIG_WEIGHT = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.sigmoid(self.fc(x)).sum(dim=1)
+
+
+batch_size = 64
+in_features = 16384
+out_features = 16384
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+"""
+
+
+def test_the_model_parameters_must_fit_too(judge, tmp_path):
+    """KernelBench level2/55, 56, 59: 16 MB of input and a 4 GB weight; a fit that measured
+    inputs and outputs alone kept the default sizes and the reference could not run."""
+    path = tmp_path / "big_weight.py"
+    path.write_text(BIG_WEIGHT)
+    assert 64 * 16384 * 4 < BUDGET_GB * F.GB  # the inputs alone fit at the default sizes
+    fit = fit_problem(str(path), BUDGET_GB, analyze(judge))
+    assert fit.bytes <= BUDGET_GB * F.GB
+    assert 0 < fit.params_bytes <= F.params_cap(BUDGET_GB) < 16384 * 16384 * 4
+    assert fit.sizes["in_features"] < 16384 and fit.sizes["out_features"] < 16384
+    assert fit.params_bytes == (fit.sizes["in_features"] + 1) * fit.sizes["out_features"] * 4
