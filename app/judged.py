@@ -84,17 +84,12 @@ def judged(run: Callable[[EvalOptions], dict[str, Any]], request: dict[str, Any]
 
 
 def read_files(reference: Path, candidate: Path) -> tuple[str, str]:
-    """Both files' texts; unreadable files are request errors (sandbox's ProblemError), as in
-    `sandbox.evaluate_files`."""
-    from sandbox import ProblemError
+    """Both files' texts, read as `sandbox.evaluate_files` reads them (an unreadable one is a
+    ProblemError naming it)."""
+    from sandbox.judge import read_sources
 
-    texts = []
-    for path in (reference, candidate):
-        try:
-            texts.append(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ProblemError(f"{path}: cannot read: {exc.strerror if isinstance(exc, OSError) else exc}") from exc
-    return texts[0], texts[1]
+    ref, cand = read_sources(str(reference), str(candidate))
+    return ref, cand
 
 
 def ask(path: Path, request: dict[str, Any], wait_s: float) -> dict[str, Any] | None:

@@ -510,16 +510,22 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
     return found
 
 
-def evaluate_files(reference_path: str, candidate_path: str, options: EvalOptions | None = None,
-                   judge: Judge | None = None) -> EvalResult:
-    """Read both files and judge them; unreadable files are request errors."""
+def read_sources(*paths: str) -> list[str]:
+    """The files' texts; an unreadable one is a request error (ProblemError) naming it."""
     texts = []
-    for path in (reference_path, candidate_path):
+    for path in paths:
         try:
             with open(path, encoding="utf-8") as f:
                 texts.append(f.read())
         except (OSError, UnicodeDecodeError) as exc:
             raise ProblemError(f"{path}: cannot read: {exc.strerror if isinstance(exc, OSError) else exc}") from exc
+    return texts
+
+
+def evaluate_files(reference_path: str, candidate_path: str, options: EvalOptions | None = None,
+                   judge: Judge | None = None) -> EvalResult:
+    """Read both files and judge them; unreadable files are request errors."""
+    texts = read_sources(reference_path, candidate_path)
     judge = judge or Judge(warm=False)
     return judge.evaluate(texts[0], texts[1], reference_path.rsplit("/", 1)[-1],
                           candidate_path.rsplit("/", 1)[-1], options)
