@@ -85,7 +85,11 @@ def _grow(v: int) -> int:
 # sizes under --fit-memory, hundreds of MB per tensor. Every trial's tensors
 # travel to the judge and back to the candidate, so a large problem gets
 # LARGE_TRIALS fresh default trials and perturbed sizes that never grow more
-# than one size at a time (see plan_trials).
+# than one size at a time (see plan_trials). A problem whose inputs are small may
+# still be large by its parameters (a 8192 x 8192 GEMM weight, 268 MB a trial, each
+# trial's own): the reference's runner measures its first trial's tensors (inputs,
+# outputs, state) against the same bound and skips the trials marked for a problem
+# of the other kind (``unless_large`` / ``if_large``; ``drop_skipped``).
 LARGE_INPUT_BYTES = 256 << 20
 LARGE_TRIALS = 2
 
@@ -134,18 +138,26 @@ def plan_trials(problem: Problem, options: EvalOptions, reps: int = 5) -> list[d
     seed = lambda: secrets.randbelow(2**31 - 1)  # noqa: E731  (fresh at every evaluation)
     large = (input_bytes(problem) or 0) > LARGE_INPUT_BYTES
     trials = min(options.trials, LARGE_TRIALS) if large else options.trials
-    plan = [{"tag": "default", "seed": seed(), "input_seed": seed()} for _ in range(trials)]
-    for sizes in perturbations(problem, large):
+    # Not large by its inputs: the runner may still find it large by its first trial.
+    plan = [{"tag": "default", "seed": seed(), "input_seed": seed(),
+             **({"unless_large": True} if i >= LARGE_TRIALS and not large else {})} for i in range(trials)]
+    large_sets = perturbations(problem, True)
+    small_sets = perturbations(problem)
+    chosen = [(s, {}) for s in large_sets] if large else \
+        [(s, {} if s in large_sets else {"unless_large": True}) for s in small_sets] \
+        + [(s, {"if_large": True}) for s in large_sets if s not in small_sets]
+    for sizes, when in chosen:
         # Values computed from the sizes (``bias_shape = (out_channels, 1, 1)``) follow
         # them, as in a fitted reference; where the reference cannot run so, the sizes alone
         # (a reference may need such a value to keep its default: ``fallback``, run only when
         # the trial before it failed), except on a large problem, where every trial is costly.
         derived = derived_values(problem, sizes)
         if derived:
-            plan.append({"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": {**sizes, **derived}})
-        if not (derived and large):
+            plan.append({"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": {**sizes, **derived},
+                         **when})
+        if not (derived and (large or "if_large" in when)):
             plan.append({"tag": "perturbed", "seed": seed(), "input_seed": seed(), "constants": sizes,
-                         **({"fallback": True} if derived else {})})
+                         **({"fallback": True, "unless_large": True} if derived else when)})
     shared = seed()
     sets = reps if options.timing_sets is None else min(options.timing_sets, reps)
     plan += [{"tag": "timing", "seed": shared, "input_seed": seed()} for _ in range(max(0, sets))]
@@ -302,6 +314,7 @@ class Judge:
                    "trials": plan, "constants": constant_names, "defaults": problem.literal_dims,
                    "time_reps": reps, "compile_baseline": compile_baseline, "native_timing": native_cpu,
                    "threads": options.threads, "large": (input_bytes(problem) or 0) > LARGE_INPUT_BYTES,
+                   "large_bytes": LARGE_INPUT_BYTES,
                    "replayed": [p["index"] for p in replay[0]] if replay is not None else []}
         cached_key, cached = None, None
         if native_cpu:
@@ -332,7 +345,7 @@ class Judge:
         try:
             if cached_key is not None and ref.finished and ref.parked is None:
                 ref.frames.extend(baseline_cache.settle(cached_key, cached, ref.of_kind("timing"), compile_baseline))
-            plan = made_sets(plan, ref)
+            plan = made_sets(drop_skipped(plan, ref), ref)
             ref_trials = reference_trials(ref, reference_name, plan)
             result = EvalResult(device=device, sandbox=options.sandbox, seeds=[p["input_seed"] for p in plan])
             if tree is None:
@@ -391,7 +404,9 @@ class Judge:
         trials = [p for p in plan if p["tag"] != "timing"]
         indexes = {p["index"] for p in trials}
         frames = [f for f in ref.of_kind("trial") if f.get("index") in indexes]
-        if len(frames) != len(trials) or _nbytes(frames) > KEPT_REFERENCE_BYTES:
+        # a fallback trial runs only where the one before it failed
+        if not {f["index"] for f in frames} >= {p["index"] for p in trials if not p.get("fallback")} \
+                or _nbytes(frames) > KEPT_REFERENCE_BYTES:
             return
         self._kept[key] = (trials, frames)
         while len(self._kept) > KEPT_REFERENCES:
@@ -441,6 +456,20 @@ def _uint8(data: bytes) -> Any:
     import torch
 
     return torch.frombuffer(bytearray(data), dtype=torch.uint8)
+
+
+def drop_skipped(plan: list[dict[str, Any]], ref: JobOutcome) -> list[dict[str, Any]]:
+    """The plan without the trials the reference's runner skipped (marked for a problem
+    of the other kind: ``unless_large`` / ``if_large``), renumbered, and the reference's
+    trial frames with it (copies: a kept reference holds the originals)."""
+    skipped = {f.get("index") for f in ref.of_kind("trial") if f.get("skipped")}
+    if not skipped:
+        return plan
+    kept = [p for p in plan if p["index"] not in skipped]
+    new = {p["index"]: i for i, p in enumerate(kept)}
+    ref.frames = [f if f.get("kind") != "trial" else dict(f, index=new.get(f["index"], f["index"]))
+                  for f in ref.frames if f.get("kind") != "trial" or f.get("index") not in skipped]
+    return [dict(p, index=i) for i, p in enumerate(kept)]
 
 
 def made_sets(plan: list[dict[str, Any]], ref: JobOutcome) -> list[dict[str, Any]]:

@@ -142,11 +142,16 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
     cap = planned
     replayed = set(job.get("replayed") or ())  # the judge holds these trials' results from an earlier run
     ran = set(replayed)  # trials that gave outputs (a replayed one did, or it would not be kept)
+    # Large by its inputs (the judge read them off get_inputs), else by its first trial's tensors.
+    large = True if job.get("large") else None
     for index, trial in enumerate(job["trials"]):
         if trial["tag"] == "timing" and len(sets) >= cap or index in replayed:
             continue  # not needed: the judge times the sets that were made
         if trial.get("fallback") and index - 1 in ran:
             continue  # the trial it stands in for ran
+        if trial.get("unless_large") and large or trial.get("if_large") and not large:
+            emit({"kind": "trial", "index": index, "skipped": "large" if large else "not large"})
+            continue
         module.__dict__.update(defaults)
         module.__dict__.update(trial.get("constants") or {})
         first_set = trial["tag"] == "timing" and timing_model is None
@@ -172,6 +177,8 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
         frame: dict[str, Any] = {"kind": "trial", "index": index, "inputs": to_cpu(inputs),
                                  "structure": structure, "outputs": outputs, "kinds": kinds,
                                  "spans": stored_elements(out)}
+        if large is None:
+            large = timed.nbytes([*inputs, *outputs, *model.state_dict().values()]) > job.get("large_bytes", 1 << 62)
         if trial["tag"] == "default" and warm is None:
             warm = inputs
         if trial["tag"] == "timing":
@@ -180,7 +187,7 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
                 timing_model = model
                 set_bytes = timed.nbytes(inputs) + timed.nbytes(outputs)
                 cap = timed.set_cap(planned, set_bytes, once_s, float(job.get("time_budget_s", 10.0)),
-                                    bool(job.get("large")))
+                                    bool(large))
         if trial["tag"] != "timing" or first_set:
             # Later timing sets share the first one's model, state and work.
             frame.update(init_inputs=to_cpu(init_inputs),

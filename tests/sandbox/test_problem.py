@@ -152,9 +152,16 @@ def test_a_large_problem_gets_fewer_trials_and_grows_one_size(tmp_path):
     perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
     grown = [c for c in perturbed if any(v > {"M": 1024, "N": 114688}[k] for k, v in c.items())]
     assert grown == [{"M": 1280}], perturbed
+    assert not any(p.get("if_large") or p.get("unless_large") for p in plan)
     small = tmp_path / "small.py"
     small.write_text(LARGE.format(M=64, N=32))
-    assert sum(p["tag"] == "default" for p in plan_trials(load_problem(small), EvalOptions(trials=5))) == 5
+    plan = plan_trials(load_problem(small), EvalOptions(trials=5))
+    # small by its inputs: five default trials, the last three only if its first trial is small too
+    assert [bool(p.get("unless_large")) for p in plan if p["tag"] == "default"] == [False, False, True, True, True]
+    kinds = [(p["constants"], "if_large" if p.get("if_large") else "unless_large" if p.get("unless_large") else "")
+             for p in plan if p["tag"] == "perturbed"]
+    assert kinds == [({"M": 49, "N": 25}, ""), ({"M": 48, "N": 24}, "unless_large"),
+                     ({"M": 80, "N": 40}, "unless_large"), ({"M": 80}, "if_large")], kinds
 
 
 DERIVED = """
@@ -196,10 +203,14 @@ def test_values_computed_from_sizes_follow_them_in_the_perturbed_trials(tmp_path
     problem = load_problem(path)
     assert derived_values(problem, {"channels": 20}) == {"bias_shape": (20, 1, 1), "widths": [40, 3]}
     assert derived_values(problem, {"batch_size": 9}) == {}
-    trials = [p for p in plan_trials(problem, EvalOptions()) if p["tag"] == "perturbed"]
+    planned = [p for p in plan_trials(problem, EvalOptions()) if p["tag"] == "perturbed"]
+    # what a problem found large by its first trial runs instead: the sizes grown one at a time
+    assert [p["constants"] for p in planned if p.get("if_large")] == [{"batch_size": 20}]
+    trials = [p for p in planned if not p.get("if_large")]
     perturbed = [p["constants"] for p in trials]
     # the sizes alone only stand in for a set the reference could not run
     assert [bool(p.get("fallback")) for p in trials] == [False, True] * (len(trials) // 2)
+    assert all(p.get("unless_large") for p in trials if p.get("fallback"))
     sets = perturbations(problem)
     assert perturbed[0] == {**sets[0], "bias_shape": (sets[0]["channels"], 1, 1),
                             "widths": [sets[0]["channels"] * 2, 3]}

@@ -58,3 +58,17 @@ def test_the_search_judges_with_reuse_and_leaves_the_callers_options_alone() -> 
     assert reusing_reference(options).reuse_reference is True and options.reuse_reference is False
     assert dataclasses.replace(options) == options
     assert reusing_reference({"not": "options"}) == {"not": "options"}
+
+
+def test_a_reference_with_values_derived_from_its_sizes_is_reused_too() -> None:
+    """channel_bias computes ``bias_shape`` from its sizes: its perturbed trials carry the
+    derived value, and the sizes-alone trials behind them run only where those fail. A
+    fallback that did not run kept the reference from being reused at all."""
+    reference = fc.problem("channel_bias").read_text()
+    honest = (fc.HONEST / "channel_bias__native.py").read_text()
+    with Judge() as judge:
+        first = judge.evaluate(reference, honest, options=_options(True))
+        second = judge.evaluate(reference, honest, options=_options(True))
+    assert first.verdict == "pass" and second.verdict == "pass", (first.reasons, second.reasons)
+    trials = len(first.seeds) - 2
+    assert first.perturbed and _seeds(second)[:trials] == _seeds(first)[:trials]
