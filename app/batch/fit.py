@@ -1,5 +1,6 @@
 """`--fit-memory GB`: scale a problem's sizes down until one call's inputs and
-outputs fit in GB, and the clear message when a problem cannot fit without it.
+outputs fit in GB (its parameters and the largest tensor its forward makes within
+caps of their own), and the clear message when a problem cannot fit without it.
 
 The sizes are the ones the judge perturbs (sandbox/problem.py): module-level
 size constants, or -- for a reference that writes literal sizes in get_inputs --
@@ -49,6 +50,7 @@ class Fit:
     factor: float
     source: str                 # the reference as run: the sizes written in
     params_bytes: int = 0       # the model's parameters and buffers at `sizes`, measured in the sandbox
+    largest_bytes: int = 0      # the largest tensor one call makes at `sizes`, measured in the sandbox
 
     @property
     def scaled(self) -> bool:
@@ -188,25 +190,28 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
     for attempt in range(attempts):
         sizes = scaled_sizes(defaults, factor)
         source = with_sizes(problem, sizes, in_place)
-        params = 0
+        params = largest = 0
         try:
             analysis = analyze(source, f"{problem.name}.py")
             used, params = measured_bytes(analysis), int(analysis.get("params_bytes") or 0)
+            largest = int(analysis.get("largest_bytes") or 0)
         except ProblemError as exc:  # e.g. the sandbox's memory limit: try smaller
             last, used = str(exc), None
             if attempt == 0 and in_place:
                 # constants computed from the sizes may have to keep their defaults (with_sizes)
                 in_place = False
                 continue
-        if used is not None and used <= budget and params <= params_cap(budget_gb):
-            return Fit(budget_gb, used, defaults, sizes, factor, source, params)
+        if used is not None and used <= budget and params <= params_cap(budget_gb) \
+                and largest <= largest_cap(budget_gb):
+            return Fit(budget_gb, used, defaults, sizes, factor, source, params, largest)
         if not defaults or sizes == scaled_sizes(defaults, factor / 4):
             break  # nothing left to shrink
-        over = max(used / budget, params / params_cap(budget_gb)) if used else 0.0
+        over = max(used / budget, params / params_cap(budget_gb), largest / largest_cap(budget_gb)) if used else 0.0
         shrink = (1 / over) ** 0.5 * 0.9 if over else 0.25
         factor *= min(max(shrink, 0.05), 0.9)
     why = (f"{used / GB:.2f} GB of inputs and outputs, {params / GB:.2f} GB of parameters (at most "
-           f"{params_cap(budget_gb) / GB:g}) at the smallest sizes tried") if used else (last or "no measurement")
+           f"{params_cap(budget_gb) / GB:g}), a tensor of {largest / GB:.2f} GB made in forward (at most "
+           f"{largest_cap(budget_gb) / GB:g}) at the smallest sizes tried") if used else (last or "no measurement")
     raise FitError(f"{problem.name}: cannot fit one call in {budget_gb:g} GB by scaling "
                    f"{', '.join(defaults) or 'its sizes (none found)'}: {why}")
 
@@ -221,6 +226,19 @@ def params_cap(budget_gb: float) -> float:
 
 
 PARAMS_GB = 0.5
+
+
+def largest_cap(budget_gb: float) -> float:
+    """Bytes the largest tensor forward makes may take: the budget counts what goes in and
+    comes out, but a reference that reduces a large intermediate (a 3-D transposed
+    convolution's 512 MB output before a global pool, KernelBench level2/96: 15 MB of input
+    and output) holds several such tensors at once, and more at the judge's sizes grown by a
+    quarter each (2.4x for four sizes): its job ran out of memory. LARGEST_GB, or the
+    budget when larger."""
+    return max(budget_gb, LARGEST_GB) * GB
+
+
+LARGEST_GB = 0.25
 
 
 def budget_options(options: EvalOptions, budget_gb: float) -> EvalOptions:

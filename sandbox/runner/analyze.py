@@ -110,9 +110,25 @@ def profile(fn: Callable[[], Any], device: str) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: -r["self_us"])[:20]
 
 
+class Largest(torch.utils._python_dispatch.TorchDispatchMode):
+    """The bytes of the largest tensor any op returns while it is on (what forward makes
+    in between: a transposed convolution's output before a global pool)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        for t in torch.utils._pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor):
+                self.bytes = max(self.bytes, t.numel() * t.element_size())
+        return out
+
+
 def shapes(module: Any, job: dict[str, Any]) -> dict[str, Any]:
-    """Only the shapes and dtypes of one call's inputs and outputs (what ``--fit-memory``
-    measures): on the meta device, where ops compute shapes and no data (a full-size
+    """Only the shapes and dtypes of one call's inputs and outputs, its parameters' bytes and
+    the largest tensor forward makes (what ``--fit-memory`` measures): on the meta device, where ops compute shapes and no data (a full-size
     KernelBench call can take a minute on a CPU); where the reference does not run there
     (an op without a meta kernel, data-dependent sizes, a tensor made on a named device),
     one real call, without the graph and the profile."""
@@ -125,7 +141,9 @@ def shapes(module: Any, job: dict[str, Any]) -> dict[str, Any]:
                 model = module.Model(*init_inputs)
                 seed_all(seed + 1)
                 inputs = list(module.get_inputs())
-                out = model(*to_device(inputs, device))
+                largest = Largest()
+                with largest:
+                    out = model(*to_device(inputs, device))
         except Exception:
             if device != "meta":
                 raise
@@ -133,7 +151,7 @@ def shapes(module: Any, job: dict[str, Any]) -> dict[str, Any]:
         held = [*model.parameters(), *model.buffers()] if isinstance(model, torch.nn.Module) else []
         return {"init_inputs": [_meta(v) for v in init_inputs], "inputs": [_meta(v) for v in inputs],
                 "outputs": _meta(list(out) if isinstance(out, (tuple, list)) else [out]), "shapes_on": device,
-                "params_bytes": sum(t.numel() * t.element_size() for t in held)}
+                "params_bytes": sum(t.numel() * t.element_size() for t in held), "largest_bytes": largest.bytes}
     raise AssertionError("unreachable")
 
 
