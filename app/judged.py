@@ -21,13 +21,17 @@ import socket
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sandbox import EvalOptions, JudgeError, error_json
+# torch-free: `kforge eval` asking a running daemon never imports torch (a second of its start)
+from sandbox.errors import JudgeError, error_json
 
 from .backends import BackendError
 from .compose import eval_options
 from .settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from sandbox import EvalOptions
 
 log = logging.getLogger("kforge.judged")
 # What a request may ask for besides the files: the options of `kforge eval`.
@@ -86,7 +90,7 @@ def judged(run: Callable[[EvalOptions], dict[str, Any]], request: dict[str, Any]
 def read_files(reference: Path, candidate: Path) -> tuple[str, str]:
     """Both files' texts, read as `sandbox.evaluate_files` reads them (an unreadable one is a
     ProblemError naming it)."""
-    from sandbox.judge import read_sources
+    from sandbox.problem import read_sources
 
     ref, cand = read_sources(str(reference), str(candidate))
     return ref, cand

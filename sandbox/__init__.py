@@ -12,7 +12,7 @@ from typing import Any
 
 _EXPORTS = {
     "EvalOptions": "judge", "Judge": "judge", "evaluate_files": "judge",
-    "EvalResult": "result", "error_json": "result", "TuneResult": "tuning",
+    "EvalResult": "result", "error_json": "errors", "TuneResult": "tuning",
     "JudgeError": "errors", "ProblemError": "errors",
     "Problem": "problem", "list_problems": "problem", "load_problem": "problem",
 }

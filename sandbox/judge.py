@@ -25,7 +25,7 @@ from .native import build as native_build
 from .native import cache as native_cache
 from .policy import native as policy_native
 from .policy import python as policy
-from .problem import Problem, derived_values, input_bytes, load_problem, parse_source
+from .problem import Problem, derived_values, input_bytes, load_problem, parse_source, read_sources
 from .result import EvalResult, timing_summary
 from .verdict import check_list
 from .verdict import checks as C
@@ -537,18 +537,6 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
         found.append(C.ablation_check(ref_trials, cand.first("ablation"), options.tolerance))
     found.append(C.tamper_check(cand))
     return found
-
-
-def read_sources(*paths: str) -> list[str]:
-    """The files' texts; an unreadable one is a request error (ProblemError) naming it."""
-    texts = []
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8") as f:
-                texts.append(f.read())
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ProblemError(f"{path}: cannot read: {exc.strerror if isinstance(exc, OSError) else exc}") from exc
-    return texts
 
 
 def evaluate_files(reference_path: str, candidate_path: str, options: EvalOptions | None = None,

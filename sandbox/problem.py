@@ -262,3 +262,15 @@ def list_problems(folder: str | Path) -> list[dict[str, Any]]:
         except ProblemError as exc:
             out.append({"name": path.stem, "level": level_of(path), "path": str(path), "error": str(exc)})
     return out
+
+
+def read_sources(*paths: str) -> list[str]:
+    """The files' texts; an unreadable one is a request error (ProblemError) naming it."""
+    texts = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                texts.append(f.read())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProblemError(f"{path}: cannot read: {exc.strerror if isinstance(exc, OSError) else exc}") from exc
+    return texts

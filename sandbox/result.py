@@ -78,11 +78,6 @@ class EvalResult:
         }
 
 
-def error_json(message: str) -> dict[str, Any]:
-    return {"verdict": "error", "reasons": [message], "correct": False, "speedup": None, "checks": {},
-            "check_details": {}}
-
-
 def cpu_label(frame: dict[str, Any]) -> str:
     return (f"cpu: {frame.get('cpu_model', 'unknown CPU')}, {frame.get('threads', '?')} thread(s); native kernels, "
             f"wall clock per call with the last-level cache flushed ({int(frame.get('flush_bytes', 0)) >> 20} MB "

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from sandbox import JudgeError, error_json, evaluate_files
+from sandbox.errors import JudgeError, error_json
 
 from ..judged import ask, default_socket, judged, read_files, serve
 
@@ -45,6 +45,8 @@ def eval_command(
                "trials": trials}
     result = None if no_daemon else ask_daemon(reference, candidate, request, judge_socket)
     if result is None:
+        from sandbox import evaluate_files  # the judge here: torch and the sandbox drivers
+
         result = judged(lambda options: evaluate_files(str(reference), str(candidate), options).to_json(), request)
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")

@@ -46,3 +46,15 @@ def test_eval_asks_the_daemon_at_the_default_socket_and_gets_the_local_verdict(t
 def test_a_named_socket_without_a_daemon_is_an_error(tmp_path: Path) -> None:
     code, report, _ = eval_json(PROBLEM, CORRECT, "--device", "cpu", "--judge", str(tmp_path / "none.sock"))
     assert code == 2 and "no judge daemon listens at" in report["reasons"][0], report
+
+
+def test_asking_a_daemon_never_imports_torch() -> None:
+    """`kforge eval` with a judge daemon running is a client: importing torch there cost a
+    second of its 2.8 s (the judge's own work was 1.1 s)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import app.cli.eval_cmd, app.judged; "
+            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith(('torch', 'sandbox')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
