@@ -128,10 +128,11 @@ class Largest(torch.utils._python_dispatch.TorchDispatchMode):
 
 def shapes(module: Any, job: dict[str, Any]) -> dict[str, Any]:
     """Only the shapes and dtypes of one call's inputs and outputs, its parameters' bytes and
-    the largest tensor forward makes (what ``--fit-memory`` measures): on the meta device, where ops compute shapes and no data (a full-size
-    KernelBench call can take a minute on a CPU); where the reference does not run there
-    (an op without a meta kernel, data-dependent sizes, a tensor made on a named device),
-    one real call, without the graph and the profile."""
+    the largest tensor forward makes (what ``--fit-memory`` measures): on the meta device,
+    where ops compute shapes and no data (a full-size KernelBench call can take a minute on a
+    CPU); where the reference does not run there (an op without a meta kernel,
+    data-dependent sizes, a tensor made on a named device), one real call, without the graph
+    and the profile."""
     seed = job.get("seed", 0)
     for device in ("meta", job["device"]):
         try:
