@@ -278,9 +278,10 @@ def _blas(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: 
 
 
 def _dnnl(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: CEpilogue, c_args: str) -> str:
-    finish = "" if ep.result == "acc" and not ep.statements else \
+    bias = " + bias[k]" if spec["bias"] is not None and not conv_dnnl.bias_in_library(spec) else ""
+    finish = "" if not bias and ep.result == "acc" and not ep.statements else \
         "    const int64_t P = OD * OH * OW;\n" + BLAS_FINISH.format(
-            schedule=omp_schedule(params), par_min=int(params["par_min"]), simd=simd_pragma({}), bias="",
+            schedule=omp_schedule(params), par_min=int(params["par_min"]), simd=simd_pragma({}), bias=bias,
             epilogue="\n".join(f"            {line}" for line in ep.statements), result=ep.result)
     kernel = conv_dnnl.kernel(spec, fn, what, c_args, "".join(f"\n   {d}" for d in ep.docs),
                               params.get("layout", "any"), finish)
