@@ -258,6 +258,25 @@ CONV = {
         def forward(self, x):
             return self.conv(x) * 0.5
     """, "[torch.randn(2, cin, 3, 5, 9)]", "[cin, cout]", "cin = 6\ncout = 24"),
+ # channel counts for which oneDNN's "any" layout picks a blocked output (nChw16c, or NHWC
+ # for 28 channels): the dnnl kernel reads it back with bias and epilogue in one pass of ours
+ "conv2d_blocked_output_channel_scale": ref("""
+    class Model(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.conv = nn.Conv2d(cin, cout, 3)
+            self.scale = nn.Parameter(torch.randn(cout, 1, 1))
+        def forward(self, x):
+            return torch.relu(self.conv(x)) * self.scale
+    """, "[torch.randn(3, cin, 14, 13)]", "[cin, cout]", "cin = 8\ncout = 28"),
+ "conv_transpose3d_blocked_output_bias": ref("""
+    class Model(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.conv = nn.ConvTranspose3d(cin, cout, 3, stride=2)
+        def forward(self, x):
+            return F.gelu(self.conv(x) + 0.25)
+    """, "[torch.randn(2, cin, 3, 4, 5)]", "[cin, cout]", "cin = 16\ncout = 32"),
 }
 
 # norms and losses: written out by agents/offline/composite.py, covered through the pipeline

@@ -138,7 +138,8 @@ LAUNCH = '''{prep}    lib.{fn}(x, w, {ptrs}y, {operands}N, C, *pad3(x.shape[2:],
 DNNL_LOCALS = ("in3", "out3", "k3", "s3", "p3", "d3", "sdims", "ddims", "wdims", "bdims", "st", "dl", "pl", "pr",
                "plain", "swapped", "gswapped", "wn", "wtag", "eng", "strm", "us", "uw", "ub", "ud", "cs", "cw", "cd",
                "pick", "cpd", "qs", "qw", "qd", "rs", "rw", "rd", "ms", "mw", "mb", "md", "bs", "bw", "bd", "conv",
-               "made", "rc", "ns", "nd", "i", "j", "span", "desc", "args")
+               "made", "rc", "ns", "nd", "i", "j", "span", "desc", "args", "lay", "gathered", "handle", "src", "tiles",
+               "job", "sr", "sp", "p1", "kf_layout")
 
 # the patches' room (one sample and group at a time); unused by a 1x1 stride-1 convolution
 BLAS_COL = ("    col = torch.empty(max(1, (C // groups) * math.prod(w.shape[2:]) * math.prod(out_sp)), "
@@ -283,8 +284,11 @@ def _dnnl(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: 
         "    const int64_t P = OD * OH * OW;\n" + BLAS_FINISH.format(
             schedule=omp_schedule(params), par_min=int(params["par_min"]), simd=simd_pragma({}), bias=bias,
             epilogue="\n".join(f"            {line}" for line in ep.statements), result=ep.result)
+    gather = conv_dnnl.GATHER.format(schedule=omp_schedule(params), par_min=int(params["par_min"]), bias=bias,
+                                     epilogue="\n".join(f"                    {line}" for line in ep.statements),
+                                     result=ep.result)
     kernel = conv_dnnl.kernel(spec, fn, what, c_args, "".join(f"\n   {d}" for d in ep.docs),
-                              params.get("layout", "any"), finish)
+                              params.get("layout", "any"), finish, gather)
     return "\n\n".join([prelude(helper_names(kernel)), "#include <oneapi/dnnl/dnnl.h>", INLINE, kernel])
 
 
