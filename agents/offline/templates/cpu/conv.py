@@ -139,7 +139,8 @@ DNNL_LOCALS = ("in3", "out3", "k3", "s3", "p3", "d3", "sdims", "ddims", "wdims",
                "plain", "swapped", "gswapped", "wn", "wtag", "eng", "strm", "us", "uw", "ub", "ud", "cs", "cw", "cd",
                "pick", "cpd", "qs", "qw", "qd", "rs", "rw", "rd", "ms", "mw", "mb", "md", "bs", "bw", "bd", "conv",
                "made", "rc", "ns", "nd", "i", "j", "span", "desc", "args", "lay", "gathered", "handle", "src", "tiles",
-               "job", "sr", "sp", "p1", "kf_layout")
+               "job", "sr", "sp", "p1", "kf_layout", "per", "cap", "mb", "mb_", "q", "into", "back", "prims", "xs",
+               "n0", "a")
 
 # the patches' room (one sample and group at a time); unused by a 1x1 stride-1 convolution
 BLAS_COL = ("    col = torch.empty(max(1, (C // groups) * math.prod(w.shape[2:]) * math.prod(out_sp)), "
@@ -281,11 +282,11 @@ def _blas(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: 
 def _dnnl(spec: dict[str, Any], fn: str, what: str, params: dict[str, Any], ep: CEpilogue, c_args: str) -> str:
     bias = " + bias[k]" if spec["bias"] is not None and not conv_dnnl.bias_in_library(spec) else ""
     finish = "" if not bias and ep.result == "acc" and not ep.statements else \
-        "    const int64_t P = OD * OH * OW;\n" + BLAS_FINISH.format(
+        BLAS_FINISH.format(
             schedule=omp_schedule(params), par_min=int(params["par_min"]), simd=simd_pragma({}), bias=bias,
             epilogue="\n".join(f"            {line}" for line in ep.statements), result=ep.result)
     gather = conv_dnnl.GATHER.format(schedule=omp_schedule(params), par_min=int(params["par_min"]), bias=bias,
-                                     epilogue="\n".join(f"                    {line}" for line in ep.statements),
+                                     epilogue="\n".join(f"                        {line}" for line in ep.statements),
                                      result=ep.result)
     kernel = conv_dnnl.kernel(spec, fn, what, c_args, "".join(f"\n   {d}" for d in ep.docs),
                               params.get("layout", "any"), finish, gather)

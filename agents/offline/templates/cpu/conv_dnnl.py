@@ -10,7 +10,11 @@ data. Two layouts (``layout``):
   on AVX-512); the input and weight are reordered to them, the output is read
   back to NC[D]HW by our own pass that also adds the bias and the epilogue
   (GATHER: one pass where the library's reorder and our epilogue took two;
-  level2/69 at 0.05 GB: 10.8 -> 7.5 ms) -- eager PyTorch reorders both ways;
+  level2/69 at 0.05 GB: 10.8 -> 7.5 ms) -- eager PyTorch reorders both ways.
+  The batch runs in chunks of samples whose blocked output takes ~2 MB: the
+  chunk is still in cache when our pass reads it, and the blocked rooms are
+  small and reused instead of fresh pages the size of the output (level2/65's
+  convolution at 0.05 GB: 54 -> 37 ms, half of it page faults before);
 * ``plain``: the convolution runs on the tensors as they lie (NC[D]HW, torch's
   weight order), no reorders -- faster where the reorders cost more than the
   blocked kernel saves (1x1 convolutions, few channels), much slower elsewhere.
@@ -55,6 +59,13 @@ int {fn}({args}) {{
         for (int i = 0; i < ns; i++) wdims[2 + i] = k3[off + i];
         wtag = {transposed} ? swapped[wn - 1] : plain[wn - 1];
     }}
+    /* samples per chunk: the library's output of one chunk (at most ~2 MB) is still in cache when
+       our pass reads it back, and its rooms are reused by every chunk instead of being fresh pages
+       the size of the whole output; the plain layout has no rooms and runs the batch at once */
+    const int64_t per = K * out3[0] * out3[1] * out3[2] * 4, cap = {layout_any} ? (2 << 20) / (per ? per : 1) : N;
+    int64_t mb = 1;
+    for (int64_t q = cap < N ? cap : N; q > 1; q--) if (N % q == 0) {{ mb = q; break; }}
+    sdims[0] = mb; ddims[0] = mb;
     dnnl_engine_t eng;
     dnnl_stream_t strm;
     dnnl_status_t rc = dnnl_engine_create(&eng, dnnl_cpu, 0);
@@ -80,36 +91,49 @@ int {fn}({args}) {{
     const dnnl_memory_desc_t* qd = dnnl_primitive_desc_query_md(cpd, dnnl_query_dst_md, 0);
     const int rs = !dnnl_memory_desc_equal(qs, &us), rw = !dnnl_memory_desc_equal(qw, &uw);
     const int rd = !dnnl_memory_desc_equal(qd, &ud);
-    dnnl_memory_t ms = NULL, mw = NULL, mb = NULL, md = NULL, bs = NULL, bw = NULL, bd = NULL;
-    dnnl_primitive_t conv = NULL;
+    kf_layout lay;
+    const int gathered = rd && kf_channel_layout(qd, nd, &lay);
+    dnnl_memory_t ms = NULL, mw = NULL, mb_ = NULL, md = NULL, bs = NULL, bw = NULL, bd = NULL;
+    dnnl_primitive_t conv = NULL, into = NULL, back = NULL;
     rc = dnnl_memory_create(&ms, &us, eng, (void*)x);
     if (rc == dnnl_success) rc = dnnl_memory_create(&mw, &uw, eng, (void*)w);
     if (rc == dnnl_success) rc = dnnl_memory_create(&md, &ud, eng, y);
-    if (rc == dnnl_success && {has_bias}) rc = dnnl_memory_create(&mb, &ub, eng, (void*){bias});
+    if (rc == dnnl_success && {has_bias}) rc = dnnl_memory_create(&mb_, &ub, eng, (void*){bias});
     if (rc == dnnl_success) rc = rs ? dnnl_memory_create(&bs, qs, eng, DNNL_MEMORY_ALLOCATE) : dnnl_success;
     if (rc == dnnl_success) rc = rw ? dnnl_memory_create(&bw, qw, eng, DNNL_MEMORY_ALLOCATE) : dnnl_success;
     if (rc == dnnl_success) rc = rd ? dnnl_memory_create(&bd, qd, eng, DNNL_MEMORY_ALLOCATE) : dnnl_success;
-    if (rc == dnnl_success && rs) rc = kf_dnnl_reorder(eng, strm, ms, &us, bs, qs);
     if (rc == dnnl_success && rw) rc = kf_dnnl_reorder(eng, strm, mw, &uw, bw, qw);
+    if (rc == dnnl_success && rs) rc = kf_dnnl_reorder_make(eng, &us, qs, &into);
+    if (rc == dnnl_success && rd && !gathered) rc = kf_dnnl_reorder_make(eng, qd, &ud, &back);
     if (rc == dnnl_success) rc = dnnl_primitive_create(&conv, cpd);
-    if (rc == dnnl_success) {{
-        dnnl_exec_arg_t args[4] = {{{{DNNL_ARG_SRC, rs ? bs : ms}}, {{DNNL_ARG_WEIGHTS, rw ? bw : mw}},
-                                   {{DNNL_ARG_DST, rd ? bd : md}}, {{DNNL_ARG_BIAS, mb}}}};
-        rc = dnnl_primitive_execute(conv, strm, {has_bias} ? 4 : 3, args);
-    }}
-    kf_layout lay;
-    const int gathered = rd && kf_channel_layout(qd, nd, &lay);
-    if (rc == dnnl_success && rd && !gathered) rc = kf_dnnl_reorder(eng, strm, bd, qd, md, &ud);
-    if (rc == dnnl_success) rc = dnnl_stream_wait(strm);
     void* handle = NULL;
     if (rc == dnnl_success && gathered) rc = dnnl_memory_get_data_handle(bd, &handle);
-    if (rc == dnnl_success && gathered) {{
-        /* the output as oneDNN laid it out, read once: bias and epilogue applied, written plain */
-        const float* src = (const float*)handle;
-        const int64_t P = OD * OH * OW, tiles = (P + 255) / 256;
-{gather}    }}
-    if (conv) dnnl_primitive_destroy(conv);
-    dnnl_memory_t made[7] = {{ms, mw, mb, md, bs, bw, bd}};
+    const float* src = (const float*)handle;
+    const int64_t P = OD * OH * OW, tiles = (P + 255) / 256, xs = C * D * H * W;
+    for (int64_t n0 = 0; rc == dnnl_success && n0 < N; n0 += mb) {{
+        rc = dnnl_memory_set_data_handle(ms, (void*)(x + n0 * xs));
+        if (rc == dnnl_success) rc = dnnl_memory_set_data_handle(md, y + n0 * K * P);
+        if (rc == dnnl_success && rs) {{
+            dnnl_exec_arg_t a[2] = {{{{DNNL_ARG_FROM, ms}}, {{DNNL_ARG_TO, bs}}}};
+            rc = dnnl_primitive_execute(into, strm, 2, a);
+        }}
+        if (rc == dnnl_success) {{
+            dnnl_exec_arg_t args[4] = {{{{DNNL_ARG_SRC, rs ? bs : ms}}, {{DNNL_ARG_WEIGHTS, rw ? bw : mw}},
+                                       {{DNNL_ARG_DST, rd ? bd : md}}, {{DNNL_ARG_BIAS, mb_}}}};
+            rc = dnnl_primitive_execute(conv, strm, {has_bias} ? 4 : 3, args);
+        }}
+        if (rc == dnnl_success && back) {{
+            dnnl_exec_arg_t a[2] = {{{{DNNL_ARG_FROM, bd}}, {{DNNL_ARG_TO, md}}}};
+            rc = dnnl_primitive_execute(back, strm, 2, a);
+        }}
+        if (rc == dnnl_success) rc = dnnl_stream_wait(strm);
+        if (rc == dnnl_success && gathered) {{
+            /* this chunk's output as oneDNN laid it out, read once: bias and epilogue applied, written plain */
+{gather}        }}
+    }}
+    dnnl_primitive_t prims[3] = {{conv, into, back}};
+    for (int i = 0; i < 3; i++) if (prims[i]) dnnl_primitive_destroy(prims[i]);
+    dnnl_memory_t made[7] = {{ms, mw, mb_, md, bs, bw, bd}};
     for (int i = 0; i < 7; i++) if (made[i]) dnnl_memory_destroy(made[i]);
     dnnl_primitive_desc_destroy(cpd);
     dnnl_stream_destroy(strm);
@@ -119,20 +143,26 @@ int {fn}({args}) {{
 {finish}    return 0;
 }}'''
 
-# one reorder between two layouts of the same tensor
-REORDER = '''static dnnl_status_t kf_dnnl_reorder(dnnl_engine_t eng, dnnl_stream_t strm, dnnl_memory_t from,
-                                     const dnnl_memory_desc_t* from_md, dnnl_memory_t to, const dnnl_memory_desc_t* to_md) {
+# a reorder between two layouts of the same tensor: made once per call (the input's, run per chunk),
+# or made and run at once (the weights')
+REORDER = '''static dnnl_status_t kf_dnnl_reorder_make(dnnl_engine_t eng, const dnnl_memory_desc_t* from_md,
+                                          const dnnl_memory_desc_t* to_md, dnnl_primitive_t* r) {
     dnnl_primitive_desc_t rpd;
-    dnnl_primitive_t r;
     dnnl_status_t rc = dnnl_reorder_primitive_desc_create(&rpd, from_md, eng, to_md, eng, NULL);
     if (rc != dnnl_success) return rc;
-    rc = dnnl_primitive_create(&r, rpd);
-    if (rc == dnnl_success) {
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-        rc = dnnl_primitive_execute(r, strm, 2, args);
-        dnnl_primitive_destroy(r);
-    }
+    rc = dnnl_primitive_create(r, rpd);
     dnnl_primitive_desc_destroy(rpd);
+    return rc;
+}
+
+static dnnl_status_t kf_dnnl_reorder(dnnl_engine_t eng, dnnl_stream_t strm, dnnl_memory_t from,
+                                     const dnnl_memory_desc_t* from_md, dnnl_memory_t to, const dnnl_memory_desc_t* to_md) {
+    dnnl_primitive_t r;
+    dnnl_status_t rc = kf_dnnl_reorder_make(eng, from_md, to_md, &r);
+    if (rc != dnnl_success) return rc;
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    rc = dnnl_primitive_execute(r, strm, 2, args);
+    dnnl_primitive_destroy(r);
     return rc;
 }'''
 
@@ -158,21 +188,21 @@ static int kf_channel_layout(const dnnl_memory_desc_t* md, int nd, kf_layout* ou
 
 # that pass: tiles of 256 output pixels of one sample, every channel of the tile in turn (the
 # tile's part of the blocked output stays in cache while its channels are written out)
-GATHER = '''        #pragma omp parallel for {schedule} if(N * K * P >= {par_min})
-        for (int64_t job = 0; job < N * tiles; job++) {{
-            const int64_t n = job / tiles, p0 = (job % tiles) * 256, p1 = p0 + 256 < P ? p0 + 256 : P;
-            for (int64_t k = 0; k < K; k++) {{
-                const int64_t row = n * K + k;
-                const float* sr = src + n * lay.sn + (k / lay.cb) * lay.sk + k % lay.cb;
-                float* yr = y + row * P;
-                const int64_t sp = lay.sp;
-                for (int64_t p = p0; p < p1; p++) {{
-                    const float acc = sr[p * sp]{bias};
+GATHER = '''            #pragma omp parallel for {schedule} if(mb * K * P >= {par_min})
+            for (int64_t job = 0; job < mb * tiles; job++) {{
+                const int64_t n = job / tiles, p0 = (job % tiles) * 256, p1 = p0 + 256 < P ? p0 + 256 : P;
+                for (int64_t k = 0; k < K; k++) {{
+                    const int64_t row = (n0 + n) * K + k;
+                    const float* sr = src + n * lay.sn + (k / lay.cb) * lay.sk + k % lay.cb;
+                    float* yr = y + row * P;
+                    const int64_t sp = lay.sp;
+                    for (int64_t p = p0; p < p1; p++) {{
+                        const float acc = sr[p * sp]{bias};
 {epilogue}
-                    yr[p] = {result};
+                        yr[p] = {result};
+                    }}
                 }}
             }}
-        }}
 '''
 
 FORWARD = '''        dnnl_convolution_desc_t desc;
