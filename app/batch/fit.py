@@ -89,18 +89,22 @@ def _tuple_sizes(source: str) -> dict[str, int]:
     return out
 
 
-def scale(value: int, factor: float) -> int:
+def scale(value: int, factor: float, coarse: bool = False) -> int:
+    """``value`` x ``factor``, rounded down to a multiple of a power of two dividing ``value``
+    (at most a quarter of the result; with ``coarse``, at least 8 where ``value`` has it: sizes
+    that must divide each other -- 32 channels in 8 groups -- keep doing so)."""
     if factor >= 1 or value <= FLOOR:
         return value
     target = value * factor
     step = value & -value  # the largest power of two dividing value
-    while step > 1 and step > target / 4:
+    least = 8 if coarse else 1
+    while step > least and step > target / 4:
         step //= 2
     return max(min(value, FLOOR), int(target / step + 1e-6) * step)
 
 
-def scaled_sizes(defaults: dict[str, int], factor: float) -> dict[str, int]:
-    return {k: scale(v, factor) for k, v in defaults.items()}
+def scaled_sizes(defaults: dict[str, int], factor: float, coarse: bool = False) -> dict[str, int]:
+    return {k: scale(v, factor, coarse) for k, v in defaults.items()}
 
 
 def measured_bytes(analysis: dict[str, Any]) -> int:
@@ -186,9 +190,9 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
     defaults = size_names(problem)
     factor = first_factor(problem, defaults, budget) if defaults else 1.0
     last = ""
-    in_place = True
+    in_place, coarse = True, False
     for attempt in range(attempts):
-        sizes = scaled_sizes(defaults, factor)
+        sizes = scaled_sizes(defaults, factor, coarse)
         source = with_sizes(problem, sizes, in_place)
         params = largest = 0
         try:
@@ -197,8 +201,15 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
             largest = int(analysis.get("largest_bytes") or 0)
         except ProblemError as exc:  # e.g. the sandbox's memory limit: try smaller
             last, used = str(exc), None
-            if attempt == 0 and in_place:
+            if attempt == 0:
                 # constants computed from the sizes may have to keep their defaults (with_sizes)
+                in_place = False
+                continue
+            if attempt == 1 and sizes != scaled_sizes(defaults, factor, True):
+                # sizes that must divide each other (channels and groups): rounded coarser
+                in_place, coarse = True, True
+                continue
+            if attempt == 2 and coarse:
                 in_place = False
                 continue
         if used is not None and used <= budget and params <= params_cap(budget_gb) \
