@@ -127,6 +127,7 @@ def build(analysis: dict[str, Any]) -> Traced:
     if output is not None and sum(e.kind == "random" for e in output.walk()) > 1:
         # each mask must be drawn in the reference's order; one draw has no order to keep
         problems.append("several random ops (dropout in training mode) in one forward")
+        output = None
     return Traced(output, inputs, leaves, problems, assumed)
 
 
