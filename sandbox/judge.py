@@ -163,6 +163,7 @@ def plan_trials(problem: Problem, options: EvalOptions, reps: int = 5) -> list[d
     plan += [{"tag": "timing", "seed": shared, "input_seed": seed()} for _ in range(max(0, sets))]
     for i, spec in enumerate(plan):
         spec["index"] = i
+        spec["forward_seed"] = seed()  # set before every call on the trial's inputs (harness.forward_seed)
     return plan
 
 

@@ -18,6 +18,11 @@ import torch.nn as nn
 from .ir.expr import Expr, const
 from .signature import Signature
 
+
+class NotRenderable(ValueError):
+    """The match is valid but this backend's template does not cover it (e.g. a dtype)."""
+
+
 # Constants too common to be taken for a constructor argument that happens to equal them.
 _TRIVIAL = {0, 1, -1}
 
@@ -150,13 +155,28 @@ class Context:
         names = self.signature.forward_names()
         return names[index] if index < len(names) else f"x{index}"
 
-    def leaf_arg(self, leaf: Expr) -> str:
+    def leaf_arg(self, leaf: Expr, drawn: bool = False) -> str:
         """A leaf as forward passes it to a kernel: an input (a boolean mask as float32) or a
-        parameter, reshaped when the reference gave it size-1 dims to broadcast (ir._unit_view)."""
+        parameter, reshaped when the reference gave it size-1 dims to broadcast (ir._unit_view).
+        A ``random`` leaf is drawn by the kernel's host (``draw``): forward passes None, and only
+        a template that draws it may ask (``drawn=True``)."""
+        if leaf.kind == "random":
+            if not drawn:
+                raise NotRenderable(f"{leaf.ref}: a random operand (dropout in training mode) this template "
+                                    "does not draw")
+            return "None"
         arg = self.param_access(leaf.ref) if leaf.kind != "input" else self.forward_arg(leaf.index)
         if leaf.attrs.get("view"):
             arg = f"{arg}.reshape({', '.join(t.format(t=arg) for t in leaf.attrs['view'])})"
         return f"{arg}.to(torch.float32)" if leaf.kind == "input" and leaf.dtype == "bool" else arg
+
+    @staticmethod
+    def draw(leaf: Expr, like: str) -> str:
+        """The host's expression for a ``random`` leaf shaped like the tensor ``like``: dropout's
+        noise as torch draws it (a Bernoulli(1 - p) mask over a tensor like the input, divided by
+        1 - p), from the generator the judge seeds before each call."""
+        q = 1.0 - float(leaf.attrs["p"])
+        return f"torch.empty_like({like}, dtype=torch.float32).bernoulli_({q!r}).div_({q!r})"
 
     def module_access(self, path: str) -> str:
         if all(p.isidentifier() and not keyword.iskeyword(p) for p in path.split(".")):

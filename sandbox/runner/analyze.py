@@ -13,7 +13,8 @@ from typing import Any
 import torch
 
 from . import guards
-from .harness import build, seed_all, sync, to_device
+from .harness import build, sync, to_device
+from .timed import seed_all
 from .loader import LoadError, load_module
 
 # module attributes reported with each call_module node: what the offline engine reads

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import tempfile
 import threading
 from collections.abc import Callable
@@ -20,6 +19,7 @@ import torch
 
 from . import compiled, guards, native, provenance, timed, timing
 from .loader import LoadError, describe, load_module, signature_of
+from .timed import seed_all
 
 # Bound before any untrusted code loads: a parked job's turns end here.
 _stop_here = timing.stop_here
@@ -47,14 +47,8 @@ Emit = Callable[[dict[str, Any]], None]
 _clone = torch.Tensor.clone
 _detach = torch.Tensor.detach
 _to = torch.Tensor.to
-_manual_seed = torch.manual_seed
 _copy = torch.Tensor.copy_
 _Tensor = torch.Tensor
-
-
-def seed_all(seed: int) -> None:
-    random.seed(seed)
-    _manual_seed(seed)
 
 
 def to_device(values: list[Any], device: str) -> list[Any]:
@@ -105,6 +99,13 @@ def stored_elements(out: Any) -> list[int | None]:
 def sync(device: str) -> None:
     if device == "cuda":
         timing._cuda_sync()
+
+
+def forward_seed(trial: dict[str, Any]) -> int:
+    """The seed set before every call on this trial's inputs, by the reference's runner and the
+    candidate's alike: a random op in forward (dropout in training mode) then draws the same
+    numbers on both sides, if it draws them as torch does."""
+    return int(trial.get("forward_seed", trial["input_seed"]))
 
 
 def build(module: Any, cls_name: str, trial: dict[str, Any], device: str) -> torch.nn.Module:
@@ -164,6 +165,7 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
                 else build(module, "Model", trial, device)
             seed_all(trial["input_seed"])
             inputs = to_device(list(module.get_inputs()), device)
+            seed_all(forward_seed(trial))
             t0 = timing._perf_ns()
             with torch.no_grad():
                 out = model(*inputs)
@@ -302,6 +304,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             threads_before = {t.ident for t in threading.enumerate()}
             native_start = guards.threads.native_threads()
             launched = launches.count
+            seed_all(forward_seed(trial))
             with torch.no_grad(), recorder:
                 depth = guards.tamper.dispatch_depth()
                 out = model(*inputs)
@@ -330,6 +333,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                 # its outputs must be this call's kernel writes too (not a result kept from the first).
                 rerun = provenance.Provenance(launches, again_inputs + list(model.parameters()) + list(model.buffers()),
                                               provenance.reachable_tensors(model, module), canary=True)
+                seed_all(forward_seed(trial))
                 with torch.no_grad(), rerun:
                     again = model(*again_inputs)
                 sync(device)
@@ -354,8 +358,9 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
         watch = timed.Watch(record, lambda rec, out: rec.summary(out) if rec is not None else {}, snapshot,
                             stored_elements)
         turn = turns(job, emit)
+        seeds = [forward_seed(t) for t in job["trials"] if t["tag"] == "timing"]
         timed.emit_timing(job, emit, timing_model, sets, "candidate", warm if warm is not None else sets[0],
-                          lambda: sync(device), watch, turn)
+                          lambda: sync(device), watch, turn, seeds)
         emit({"kind": "post_timing", "outputs": watch.outputs, "structures": watch.structures, "spans": watch.spans,
               "provenance_reps": watch.provenance, "inputs_changed": watch.inputs_changed,
               "replayed": watch.replayed, "replay_outputs": watch.replay_outputs,
@@ -387,6 +392,7 @@ def ablation(job: dict[str, Any], module: Any, launches: guards.launches.LaunchC
         inputs = to_device([_clone(v) if isinstance(v, _Tensor) else v for v in trial["inputs"]], device)
         mode = guards.ablation.Ablation(inputs + list(model.parameters()) + list(model.buffers()))
         launches.ablation = mode
+        seed_all(forward_seed(trial))
         try:
             with torch.no_grad(), mode:
                 out = model(*inputs)

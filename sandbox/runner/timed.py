@@ -37,6 +37,12 @@ _copy = torch.Tensor.copy_
 _clone = torch.Tensor.clone
 _equal = torch.equal
 _Tensor = torch.Tensor
+_manual_seed = torch.manual_seed
+
+
+def seed_all(seed: int) -> None:
+    random.seed(seed)
+    _manual_seed(seed)
 
 # Memory the timing sets of one problem may take (inputs and outputs, in each
 # process that holds them); fewer sets when a call's tensors are large.
@@ -119,9 +125,12 @@ class Party:
     (``STORE``) and, with ``watch``, the checks of every timed call."""
 
     def __init__(self, model: Any, sets: list[list[Any]], label: str, warm_inputs: list[Any],
-                 sync: Callable[[], None], watch: Watch | None = None) -> None:
+                 sync: Callable[[], None], watch: Watch | None = None, seeds: list[int] | None = None) -> None:
         self.model, self.sets, self.label, self.warm_inputs = model, sets, label, warm_inputs
         self.sync, self.watch = sync, watch
+        # Set i's forward seed, set with its inputs (untimed): a random op in forward (dropout in
+        # training mode) draws what the reference drew on that set.
+        self.seeds = seeds
         self.buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
         self.last: list[Any] = [None]
         self.store: list[list[Any]] = []
@@ -133,6 +142,12 @@ class Party:
             if isinstance(buf, _Tensor) and isinstance(src, _Tensor) and buf.shape == src.shape:
                 _copy(buf, src)
         self.sync()
+
+    def prepare(self, i: int) -> None:
+        """Set ``i`` into the buffers, and its forward seed into the generators."""
+        self.load(self.sets[i])
+        if self.seeds is not None:
+            seed_all(self.seeds[i])
 
     def call(self, i: int) -> None:
         self.last[0] = self.model(*self.buffers)
@@ -175,18 +190,18 @@ class Party:
         """The pass's hooks; the runner stamps the warm-up's start and end (for a
         torch.compile baseline, its compilation) and the timed loop's start."""
         self.emit = emit
-        return timing.Loop(len(self.sets), load_set(self.load, self.sets), self.check, self.warm,
+        return timing.Loop(len(self.sets), self.prepare, self.check, self.warm,
                            start=lambda: emit({"kind": "phase", "name": f"{self.label}:loop_start"}),
                            warmed=lambda: emit({"kind": "phase", "name": f"{self.label}:warm_end"}))
 
 
 def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
                 warm_inputs: list[Any], sync: Callable[[], None], watch: Watch | None = None,
-                turn: Callable[[], object] | None = None) -> list[float]:
+                turn: Callable[[], object] | None = None, seeds: list[int] | None = None) -> list[float]:
     """Time ``model`` over ``sets`` (one repetition each) and emit a ``timing``
     frame; with ``watch``, every repetition is checked and some replayed under
     the recorder (``replay``); with ``turn``, the pass runs by turns (``time_parties``)."""
-    return time_parties(job, emit, [Party(model, sets, label, warm_inputs, sync, watch)], turn)[0]
+    return time_parties(job, emit, [Party(model, sets, label, warm_inputs, sync, watch, seeds)], turn)[0]
 
 
 def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
@@ -217,7 +232,7 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
         for p, times in zip(parties, timed):
             if p.watch is not None:
                 emit({"kind": "phase", "name": f"{p.label}:null_start"})
-                timing.run_null(timing.Loop(len(times), load_set(p.load, p.sets), p.null_check), len(times),
+                timing.run_null(timing.Loop(len(times), p.prepare, p.null_check), len(times),
                                 device, flush)
                 emit({"kind": "phase", "name": f"{p.label}:null_end"})
     load_after = timing.load_average()
@@ -234,7 +249,7 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
               "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL, **meta, **extra})
     for p, times in zip(parties, timed):
         if p.watch is not None:
-            replay(p.model, p.sets[:len(times)], p.watch, p.buffers, p.load, p.sync)
+            replay(p.model, p.sets[:len(times)], p.watch, p.buffers, p.prepare, p.sync)
     return timed
 
 
@@ -248,13 +263,13 @@ def load_set(load: Callable[[list[Any]], None], sets: list[list[Any]]) -> Callab
 
 
 def replay(model: Any, sets: list[list[Any]], watch: Watch, buffers: list[Any],
-           load: Callable[[list[Any]], None], sync: Callable[[], None]) -> None:
+           prepare: Callable[[int], None], sync: Callable[[], None]) -> None:
     """Runs ``REPLAYED_SETS`` of the timed sets again, drawn now, each under
     the recorder: its provenance, output and inputs go into ``watch``."""
     chosen = sorted(random.SystemRandom().sample(range(len(sets)), min(REPLAYED_SETS, len(sets))))
     with torch.no_grad():
         for i in chosen:
-            load(sets[i])
+            prepare(i)
             recorder = watch.record(model, buffers)
             with recorder:
                 out = model(*buffers)

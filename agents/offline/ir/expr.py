@@ -9,7 +9,8 @@ from typing import Any
 
 @dataclass(eq=False)
 class Expr:
-    """One node. kind: input | param | const | op | meta (a non-tensor value such as x.shape)."""
+    """One node. kind: input | param | random (a dropout mask drawn in forward) | const | op |
+    meta (a non-tensor value such as x.shape)."""
 
     kind: str
     name: str
@@ -25,7 +26,7 @@ class Expr:
 
     @property
     def is_leaf(self) -> bool:
-        return self.kind in ("input", "param")
+        return self.kind in ("input", "param", "random")
 
     def walk(self) -> list[Expr]:
         """Every node reachable from this one, operands before users, each once."""

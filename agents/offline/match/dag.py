@@ -47,7 +47,8 @@ def check_elementwise(root: Expr, out_shape: tuple[int, ...], stop: set[int], ma
                 raise NoMatch(why)
             if e.op == "view" and e.args[0].shape != e.shape:
                 raise NoMatch(f"{e.name}: a reshape inside the chain")
-        if e.kind in ("op", "input", "param") and e.shape is not None and broadcast_block(e.shape, out_shape) is None:
+        if e.kind in ("op", "input", "param", "random") and e.shape is not None \
+                and broadcast_block(e.shape, out_shape) is None:
             raise NoMatch(f"{e.name}: shape {list(e.shape)} does not broadcast to the output {list(out_shape)} "
                           "along one contiguous block of dims")
         for a in e.args:

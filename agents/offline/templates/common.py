@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir.expr import Expr
-from ..template_context import Context
+from ..template_context import Context, NotRenderable
 from .ops import FORMULAS, OPS, OpWriter
 
 HEADER = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
@@ -34,10 +34,6 @@ def _softplus(x, beta, threshold):
 # names the generated kernels and host wrappers use themselves
 KERNEL_NAMES = {"tl", "triton", "torch", "nn", "math", "pid", "offs", "mask", "n_elements", "out_ptr", "out", "shape",
                 "grid", "BLOCK"}
-
-
-class NotRenderable(ValueError):
-    """The match is valid but this backend's template does not cover it (e.g. a dtype)."""
 
 
 @dataclass

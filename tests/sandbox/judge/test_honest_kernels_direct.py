@@ -48,7 +48,10 @@ def test_honest_kernel_matches_reference(candidate: Path, reference: Path) -> No
             for input_seed in (11, 12):
                 inputs = mp.draw_inputs(problem, input_seed)
                 before = [t.clone() for t in inputs]
+                # one forward seed before both calls, as the judge sets (a random op draws alike)
+                torch.manual_seed(input_seed + 100)
                 want = mp.expected_output(ref, inputs)
+                torch.manual_seed(input_seed + 100)
                 with torch.no_grad():
                     got = cand(*inputs)
                 assert mp.close(got, want), (

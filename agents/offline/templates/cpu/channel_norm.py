@@ -148,7 +148,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
                     *(e.dtype for e in spec["epilogue"]))
     kind = spec["kind"]
     fn = "batch_norm" if kind == "batch" else "group_norm"
-    ep = c_epilogue(ctx, spec, spec["norm"], {"scalar": "0", "channel": "c", "full": "at"}, _RESERVED)
+    ep = c_epilogue(ctx, spec, spec["norm"], {"scalar": "0", "channel": "c", "full": "at"}, _RESERVED, like="out")
     operands = [o.strip(", ") for o in ep.operands]
     scalars = list(ep.scalars)
     body = "\n".join(f"                {line}" for line in ep.statements)
@@ -168,7 +168,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
             "    out = torch.empty_like(x)",
             "    weight = torch.ones(x.shape[1], dtype=x.dtype) if weight is None else weight.contiguous()",
             "    bias = torch.zeros(x.shape[1], dtype=x.dtype) if bias is None else bias.contiguous()",
-            *(f"    {v} = {v}.contiguous()" for v in operands),
+            *(line.rstrip("\n") for line in ep.prep),
             "    if out.numel():",
             f"        lib.{fn}(x, weight, bias, out, {''.join(v + ', ' for v in operands)}x.shape[0], x.shape[1], "
             f"math.prod(x.shape[2:]), {groups}, float(eps){''.join(', ' + s for s in scalars)})",

@@ -138,18 +138,23 @@ class CEpilogue:
     scalars: dict[str, str]
 
 
-def c_epilogue(ctx: Context, spec: dict, anchor: Expr, index: dict[str, str], reserved: set[str]) -> CEpilogue:
+def c_epilogue(ctx: Context, spec: dict, anchor: Expr, index: dict[str, str], reserved: set[str],
+               like: str = "y") -> CEpilogue:
     """The chain from ``anchor`` (read as ``acc``) to ``spec["root"]`` over ``spec["epilogue"]``'s
-    leaves; ``index``: the C index each kind of operand (scalar, channel, full) is read at."""
+    leaves; ``index``: the C index each kind of operand (scalar, channel, full) is read at. The
+    host's preparation (``prep``) runs after it allocated the output ``like``: a random operand
+    (dropout's mask, output-shaped) is drawn there."""
     writer = CWriter(ctx, {}, reserved=reserved)
     out = CEpilogue([], [], [], [], [], [], "", {})
     for leaf in spec["epilogue"]:
         v = writer.name_for(leaf)
         kind = spec["kinds"][id(leaf)]
+        if leaf.kind == "random" and kind != "full":
+            raise NotRenderable(f"{leaf.ref}: a random operand not shaped like the output")
         out.c_args.append(f"const float* {v}_p")
         out.operands.append(f"{v}, ")
-        out.prep.append(f"    {v} = {v}.contiguous()\n")
-        out.forward_ops.append(ctx.leaf_arg(leaf))
+        out.prep.append(f"    {v} = {ctx.draw(leaf, like) if leaf.kind == 'random' else v + '.contiguous()'}\n")
+        out.forward_ops.append(ctx.leaf_arg(leaf, drawn=True))
         out.statements.append(f"const float {v} = {v}_p[{index[kind]}];")
         out.docs.append(f"{v}_p: {leaf.ref}, " + {"scalar": "one value", "channel": "one value per output channel",
                                                    "full": "the output's shape"}[kind])

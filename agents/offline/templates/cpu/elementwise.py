@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.expr import Expr
-from ..common import broadcast_block
+from ..common import NotRenderable, broadcast_block
 from ..ops import formula
 from .common import INLINE, POSITIVE_FORMS, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
@@ -118,8 +118,12 @@ def render(match: Any, params: dict[str, Any]) -> str:
         kind, hi = kinds[id(leaf)]
         c_params.append(f"const float* {v}_p")
         host_args.append(v)
-        prep.append(f"{v} = {v}.contiguous()")
-        what = f"forward input `{leaf.ref}`" if leaf.kind == "input" else f"parameter `{leaf.ref}`"
+        if leaf.kind == "random" and kind != "full":
+            raise NotRenderable(f"{leaf.ref}: a random operand not shaped like the output")
+        if leaf.kind != "random":  # drawn once the output is allocated (drawn)
+            prep.append(f"{v} = {v}.contiguous()")
+        what = {"input": f"forward input `{leaf.ref}`", "param": f"parameter `{leaf.ref}`",
+                "random": f"dropout mask `{leaf.ref}`"}[leaf.kind]
         if kind == "full":
             loads.append(f"const float {v} = {v}_p[i];" if flat else f"const float {v} = {v}_row[c];")
             row_setup.append(f"const float* {v}_row = {v}_p + r * cols;")
@@ -182,13 +186,17 @@ def render(match: Any, params: dict[str, Any]) -> str:
     helpers = helper_names(kernel)
     c_source = prelude(helpers) + "\n\n" + INLINE + "\n\n" + kernel
     wrapper_params = [*(f"{names[id(leaf)]}: torch.Tensor" for leaf in leaves), *(f"{s}: float" for s in scalars)]
-    first = names[id(leaves[0])]
+    given = [leaf for leaf in leaves if leaf.kind != "random"]  # a random operand has the output's shape
+    if not given:
+        raise NotRenderable("a random operand alone: no shape to draw it over")
+    first = names[id(given[0])]
+    drawn = [f"    {names[id(leaf)]} = {ctx.draw(leaf, 'out')}" for leaf in leaves if leaf.kind == "random"]
     host = [f"def fused_elementwise({', '.join(wrapper_params)}) -> torch.Tensor:",
             '    """Allocate the output and run the fused loop over it."""',
-            f"    shape = {first}.shape" if len(leaves) == 1 else
-            f"    shape = torch.broadcast_shapes({', '.join(names[id(leaf)] + '.shape' for leaf in leaves)})",
+            f"    shape = {first}.shape" if len(given) == 1 else
+            f"    shape = torch.broadcast_shapes({', '.join(names[id(leaf)] + '.shape' for leaf in given)})",
             *(f"    {line}" for line in prep),
-            f"    out = torch.empty(shape, dtype=torch.float32, device={first}.device)"]
+            f"    out = torch.empty(shape, dtype=torch.float32, device={first}.device)", *drawn]
     if flat:
         host.append(f"    lib.fused_elementwise({', '.join([*host_args, 'out', 'out.numel()', *scalars])})")
     else:
@@ -196,7 +204,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
                  "    if out.numel() == 0:", "        return out",
                  f"    lib.fused_elementwise({', '.join([*host_args, 'out', 'out.numel() // cols', 'cols', *scalars])})"]
     host.append("    return out")
-    call_args = [ctx.leaf_arg(leaf) for leaf in leaves]
+    call_args = [ctx.leaf_arg(leaf, drawn=True) for leaf in leaves]
     forward = [f"return fused_elementwise({', '.join([*call_args, *writer.scalars.values()])})"]
     n_ops = len([n for n in root.walk() if n.kind == "op" and n.op not in ("identity", "cast", "view")])
     title = match.kind if n_ops <= 4 else f"A chain of {n_ops} elementwise ops"

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.expr import Expr
+from ..common import NotRenderable
 from ..ops import formula
 from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .gemm import ISA, MICRO, NR_FN, PACK, PACK_FN
@@ -203,11 +204,14 @@ def render(match: Any, params: dict[str, Any]) -> str:
     for leaf in epi_leaves:
         v = names[id(leaf)]
         kind = spec["kinds"][id(leaf)]
+        if leaf.kind == "random" and kind != "full":
+            raise NotRenderable(f"{leaf.ref}: a random operand not shaped like the output")
         writer.values[id(leaf)] = v
         line = f"const float {v} = {(_INDEX_VEC if vector else _INDEX)[kind].format(v=v)};"
         # a scalar operand is read once, before the loops (a load inside them may alias the output)
         (hoisted if kind == "scalar" else loads).append(line)
-        docs.append(f"   {v}_p: {'input' if leaf.kind == 'input' else 'parameter'} `{leaf.ref}`, {_WHAT[kind]}")
+        role = {"input": "input", "param": "parameter", "random": "dropout mask"}[leaf.kind]
+        docs.append(f"   {v}_p: {role} `{leaf.ref}`, {_WHAT[kind]}")
         leaf_params.append(f"const float* {v}_p")
     result = writer.emit(root)
     scalars = list(writer.scalars)
@@ -245,8 +249,11 @@ def render(match: Any, params: dict[str, Any]) -> str:
                              simd=simd_pragma({}), epilogue=epilogue, result=result)
         c_fns = [NR_FN, PACK_FN, f"void fused_matmul({', '.join(c_params)})"]
         c_source = "\n\n".join([prelude(helper_names(kernel)), ISA, INLINE, PACK, MICRO, kernel])
-    host = (_blas_host if blas else _host)(spec, [names[id(leaf)] for leaf in epi_leaves], scalars, vector)
-    call = [ctx.leaf_arg(spec["a"]), ctx.leaf_arg(spec["b"]), *(ctx.leaf_arg(leaf) for leaf in epi_leaves),
+    # each operand as the host passes it: contiguous, or (dropout's mask) drawn like the output
+    operands = [ctx.draw(leaf, "out") if leaf.kind == "random" else f"{names[id(leaf)]}.contiguous()"
+                for leaf in epi_leaves]
+    host = (_blas_host if blas else _host)(spec, [names[id(leaf)] for leaf in epi_leaves], operands, scalars, vector)
+    call = [ctx.leaf_arg(spec["a"]), ctx.leaf_arg(spec["b"]), *(ctx.leaf_arg(leaf, drawn=True) for leaf in epi_leaves),
             *writer.scalars.values()]
     knobs = "schedule=" + str(params["schedule"]) if vector else ", ".join(f"{k}={v}" for k, v in params.items())
     if blas:
@@ -258,12 +265,12 @@ def render(match: Any, params: dict[str, Any]) -> str:
                          [f"return {'fused_matvec' if vector else 'fused_matmul'}({', '.join(call)})"])
 
 
-def _host(spec: dict[str, Any], leaves: list[str], scalars: list[str], vector: bool) -> str:
+def _host(spec: dict[str, Any], leaves: list[str], operands: list[str], scalars: list[str], vector: bool) -> str:
     a_view = ".transpose(-2, -1)" if spec["a_t"] else ""
     b_view = ".transpose(-2, -1)" if spec["b_t"] else ""
     params = ["a_in: torch.Tensor", "b_in: torch.Tensor", *(f"{v}: torch.Tensor" for v in leaves),
               *(f"{s}: float" for s in scalars)]
-    leaf_args = "".join(f"{v}.contiguous(), " for v in leaves)
+    leaf_args = "".join(f"{a}, " for a in operands)
     tail = "".join(f", {s}" for s in scalars)
     name = "fused_matvec" if vector else "fused_matmul"
     lines = [f"def {name}({', '.join(params)}) -> torch.Tensor:",
@@ -309,7 +316,7 @@ def _host(spec: dict[str, Any], leaves: list[str], scalars: list[str], vector: b
     return "\n".join(lines)
 
 
-def _blas_host(spec: dict[str, Any], leaves: list[str], scalars: list[str], vector: bool) -> str:
+def _blas_host(spec: dict[str, Any], leaves: list[str], operands: list[str], scalars: list[str], vector: bool) -> str:
     """The host side of the BLAS variant: each operand passed as the
     contiguous tensor under it, with its leading dimension and whether it is
     read transposed (a layout BLAS cannot read is copied first)."""
@@ -317,7 +324,7 @@ def _blas_host(spec: dict[str, Any], leaves: list[str], scalars: list[str], vect
     b_view = ".transpose(-2, -1)" if spec["b_t"] else ""
     params = ["a_in: torch.Tensor", "b_in: torch.Tensor", *(f"{v}: torch.Tensor" for v in leaves),
               *(f"{s}: float" for s in scalars)]
-    leaf_args = "".join(f"{v}.contiguous(), " for v in leaves)
+    leaf_args = "".join(f"{a}, " for a in operands)
     tail = "".join(f", {s}" for s in scalars)
     lines = [f"def fused_matmul({', '.join(params)}) -> torch.Tensor:",
              '    """Views and strides on the host; OpenBLAS reads a transposed operand in place."""',
