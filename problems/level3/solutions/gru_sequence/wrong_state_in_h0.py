@@ -1,0 +1,81 @@
+"""WRONG on purpose: keeps the running state in the caller's h0 (the kernel takes it as an output
+and copies each step's state into it), so the outputs are right but the input h0 comes back
+holding the last state.
+
+Caught by: inputs_unchanged
+"""
+
+import torch
+import torch.nn as nn
+
+from kforge_native import load_c
+
+SRC = r'''
+#include <math.h>
+#include <stdint.h>
+
+static inline float dot(const float* a, const float* b, int64_t n) {
+    float acc = 0.0f;
+    #pragma omp simd reduction(+:acc)
+    for (int64_t i = 0; i < n; i++) acc += a[i] * b[i];
+    return acc;
+}
+
+static inline float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+/* gx (M, G) = x (M, I) @ wx (G, I)^T + bx. */
+void input_gates(const float* x, const float* wx, const float* bx, float* gx, int64_t M, int64_t I, int64_t G) {
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t m = 0; m < M; m++)
+    for (int64_t g = 0; g < G; g++) gx[m * G + g] = dot(x + m * I, wx + g * I, I) + bx[g];
+}
+
+/* out (B, T, H): the state after every step. gx (B, T, 3H) from input_gates, h (B, H) the caller's
+   h0, updated in place to each step's state; wh (3H, H), bh (3H); gates in the order reset, update, new. */
+void gru_steps(const float* gx, float* h, const float* wh, const float* bh, float* out, int64_t B, int64_t T,
+               int64_t H) {
+    #pragma omp parallel
+    for (int64_t t = 0; t < T; t++) {
+        #pragma omp for collapse(2) schedule(static)
+        for (int64_t b = 0; b < B; b++)
+        for (int64_t j = 0; j < H; j++) {
+            const float* hb = h + b * H;
+            const float* g = gx + (b * T + t) * 3 * H;
+            const float hr = dot(hb, wh + j * H, H) + bh[j];
+            const float hz = dot(hb, wh + (H + j) * H, H) + bh[H + j];
+            const float hn = dot(hb, wh + (2 * H + j) * H, H) + bh[2 * H + j];
+            const float r = sigmoid(g[j] + hr), z = sigmoid(g[H + j] + hz);
+            const float n = tanhf(g[2 * H + j] + r * hn);
+            out[(b * T + t) * H + j] = (1.0f - z) * n + z * hb[j];
+        }
+        /* every thread has read the old state (the barrier above): keep the new one in h */
+        #pragma omp for collapse(2) schedule(static)
+        for (int64_t b = 0; b < B; b++)
+        for (int64_t j = 0; j < H; j++) h[b * H + j] = out[(b * T + t) * H + j];
+    }
+}
+'''
+lib = load_c(SRC, [
+    "void input_gates(const float* x, const float* wx, const float* bx, float* gx, int64_t M, int64_t I, int64_t G)",
+    "void gru_steps(const float* gx, float* h, const float* wh, const float* bh, float* out, int64_t B, "
+    "int64_t T, int64_t H)",
+], name="gru_sequence_state_in_h0")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.x_gates = nn.Linear(input_size, 3 * hidden_size)
+        self.h_gates = nn.Linear(hidden_size, 3 * hidden_size)
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        batch, seq, inputs = x.shape
+        hidden = h0.shape[-1]
+        gx = torch.empty(batch, seq, 3 * hidden, dtype=x.dtype)
+        lib.input_gates(x, self.x_gates.weight.contiguous(), self.x_gates.bias.contiguous(), gx, batch * seq,
+                        inputs, 3 * hidden)
+        out = torch.empty(batch, seq, hidden, dtype=x.dtype)
+        lib.gru_steps(gx, h0, self.h_gates.weight.contiguous(), self.h_gates.bias.contiguous(), out,
+                      batch, seq, hidden)
+        return out
