@@ -14,8 +14,8 @@ import torch
 
 from . import guards
 from .harness import build, sync, to_device
-from .timed import seed_all
 from .loader import LoadError, load_module
+from .timed import seed_all
 
 # module attributes reported with each call_module node: what the offline engine reads
 MODULE_ATTRS = (

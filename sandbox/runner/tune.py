@@ -24,8 +24,8 @@ import torch
 
 from . import guards, native, timed, timing
 from .harness import Emit, build, snapshot_outputs
-from .timed import seed_all
 from .loader import LoadError, describe, load_module
+from .timed import seed_all
 
 MIN_TUNE_SETS = 2
 TUNE_WARMUP_CALLS = 1
