@@ -376,7 +376,8 @@ class Judge:
                            for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
             cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,
                         "trials": cand_trials, "time_reps": reps, "native_prebuilt": prebuilt,
-                        "native_timing": native_cpu, "threads": options.threads, "park": ref.parked is not None}
+                        "native_timing": native_cpu, "threads": options.threads, "park": ref.parked is not None,
+                        "random_reference": any(t.get("random") for t in ref_trials.values())}
             if native_cpu:
                 cand_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
             try:

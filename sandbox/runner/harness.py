@@ -49,6 +49,7 @@ _detach = torch.Tensor.detach
 _to = torch.Tensor.to
 _copy = torch.Tensor.copy_
 _Tensor = torch.Tensor
+_equal = torch.equal
 
 
 def to_device(values: list[Any], device: str) -> list[Any]:
@@ -108,6 +109,19 @@ def forward_seed(trial: dict[str, Any]) -> int:
     return int(trial.get("forward_seed", trial["input_seed"]))
 
 
+def draws_randomly(model: Any, inputs: list[Any], outputs: list[Any], seed: int, device: str) -> bool:
+    """Whether the reference's output depends on the generator (dropout in training mode): one
+    more call on the same inputs under another seed. Only then does the candidate's rerun keep
+    its first call's forward seed; otherwise it gets another one, so a kernel drawing noise from
+    torch's generator still fails ``deterministic``."""
+    seed_all(seed + 1)
+    with torch.no_grad():
+        again = snapshot_outputs(model(*inputs))[1]
+    sync(device)
+    return not all(type(a) is type(b) and (not isinstance(a, _Tensor) or (a.shape == b.shape and bool(_equal(a, b))))
+                   for a, b in zip(outputs, again, strict=False)) or len(again) != len(outputs)
+
+
 def build(module: Any, cls_name: str, trial: dict[str, Any], device: str) -> torch.nn.Module:
     seed_all(trial["seed"])
     model = getattr(module, cls_name)(*to_device(trial["init_inputs"], device))
@@ -145,6 +159,7 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
     ran = set(replayed)  # trials that gave outputs (a replayed one did, or it would not be kept)
     # Large by its inputs (the judge read them off get_inputs), else by its first trial's tensors.
     large = True if job.get("large") else None
+    checked_random = False
     for index, trial in enumerate(job["trials"]):
         if trial["tag"] == "timing" and len(sets) >= cap or index in replayed:
             continue  # not needed: the judge times the sets that were made
@@ -195,6 +210,9 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
             frame.update(init_inputs=to_cpu(init_inputs),
                          state_dict={k: _clone(_to(v, "cpu")) for k, v in model.state_dict().items()},
                          **record_ops(model, inputs, device))
+        if trial["tag"] == "default" and not checked_random:
+            checked_random = True
+            frame["random"] = draws_randomly(model, inputs, outputs, forward_seed(trial), device)
         emit(frame)
     module.__dict__.update(defaults)
     if sets and job.get("time_reps") and timing_model is not None:
@@ -333,7 +351,8 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                 # its outputs must be this call's kernel writes too (not a result kept from the first).
                 rerun = provenance.Provenance(launches, again_inputs + list(model.parameters()) + list(model.buffers()),
                                               provenance.reachable_tensors(model, module), canary=True)
-                seed_all(forward_seed(trial))
+                # the same forward seed only where the reference draws from the generator itself
+                seed_all(forward_seed(trial) + (0 if job.get("random_reference") else 1))
                 with torch.no_grad(), rerun:
                     again = model(*again_inputs)
                 sync(device)
