@@ -49,7 +49,6 @@ _detach = torch.Tensor.detach
 _to = torch.Tensor.to
 _copy = torch.Tensor.copy_
 _Tensor = torch.Tensor
-_equal = torch.equal
 
 
 def to_device(values: list[Any], device: str) -> list[Any]:
@@ -118,8 +117,7 @@ def draws_randomly(model: Any, inputs: list[Any], outputs: list[Any], seed: int,
     with torch.no_grad():
         again = snapshot_outputs(model(*inputs))[1]
     sync(device)
-    return not all(type(a) is type(b) and (not isinstance(a, _Tensor) or (a.shape == b.shape and bool(_equal(a, b))))
-                   for a, b in zip(outputs, again, strict=False)) or len(again) != len(outputs)
+    return len(again) != len(outputs) or not all(timed.same_bits(a, b) for a, b in zip(outputs, again))
 
 
 def build(module: Any, cls_name: str, trial: dict[str, Any], device: str) -> torch.nn.Module:
