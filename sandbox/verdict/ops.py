@@ -6,7 +6,13 @@ families are those of its highest weight. A candidate fails if it runs any op
 of a main family of weight >= 2, or any op of a family heavier than the
 reference's heaviest (a row mean done by ``torch.mv``, a reduction inside an
 elementwise problem); for purely elementwise references (weight 1) it also
-fails if it runs every op the reference runs. Elementwise work spelled with
+fails if it runs every op the reference runs. Products (weight 3: matmul,
+convolution, attention) stand in for each other -- attention is two batched
+products, a convolution an unfolded one -- so where the reference's heaviest
+work is a product, a candidate running a product of any of those families
+hands it to torch (attention written out as matmul + softmax done by torch's
+``scaled_dot_product_attention``; a convolution done by ``mm`` on an unfold).
+Elementwise work spelled with
 other ops (``clamp`` for ``relu``) is left to the ``kernel_does_work`` check,
 which re-runs forward with the kernels skipped.
 """
@@ -39,6 +45,8 @@ FAMILIES: dict[str, tuple[int, set[str]]] = {
                  "adaptive_avg_pool2d", "adaptive_avg_pool3d", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d",
                  "adaptive_max_pool2d", "adaptive_max_pool3d", "mkldnn_max_pool2d"}),
 }
+# Families of this weight do the same work (multiply-accumulate over a shared dimension).
+PRODUCTS = 3
 _BY_OP = {op: (name, weight) for name, (weight, ops) in FAMILIES.items() for op in ops}
 
 
@@ -58,7 +66,8 @@ def main_families(reference_ops: set[str]) -> tuple[int, set[str]]:
 def handed_off(reference_ops: set[str], candidate_ops: set[str]) -> list[str]:
     """The candidate ops that do the reference's main computation (empty if none)."""
     weight, mains = main_families(reference_ops)
-    heavier = {op for op in candidate_ops if family(op)[1] >= 2 and family(op)[1] > weight}
+    heavier = {op for op in candidate_ops
+               if family(op)[1] >= 2 and (family(op)[1] > weight or family(op)[1] >= weight >= PRODUCTS)}
     if weight >= 2:
         return sorted(heavier | {op for op in candidate_ops if family(op)[0] in mains})
     if reference_ops and reference_ops <= candidate_ops:

@@ -30,6 +30,18 @@ def test_an_op_of_a_heavier_family_than_the_reference_is_handing_off():
     assert ops.handed_off({"mm", "relu"}, {"_softmax"}) == []  # lighter than the reference's heaviest
 
 
+def test_products_stand_in_for_each_other():
+    # Attention written out (bmm + softmax) done by torch's fused attention, and the reverse;
+    # a convolution done as unfold + mm.
+    attention = "_scaled_dot_product_flash_attention_for_cpu"
+    assert ops.handed_off({"bmm", "_softmax", "mm"}, {attention, "view"}) == [attention]
+    assert ops.handed_off({attention, "mm"}, {"bmm"}) == ["bmm"]
+    assert ops.handed_off({"convolution", "relu"}, {"im2col", "mm"}) == ["mm"]
+    assert ops.handed_off({"mm"}, {"convolution"}) == ["convolution"]
+    # A lighter family is still glue under a product.
+    assert ops.handed_off({"mm", "_softmax"}, {"sum"}) == []
+
+
 def test_value_problems_respect_fp32_tolerance():
     ref = [torch.ones(10)]
     assert compare.value_problems(ref, [torch.ones(10) + 5e-5]) == []
