@@ -20,7 +20,7 @@ from . import conv as match_conv
 from . import layers as match_layers
 from . import norm as match_norm
 from . import pipeline as match_pipeline
-from .dag import check_elementwise, float_leaf, leaves_of
+from .dag import check_elementwise, epilogue_operands, float_leaf, leaves_of
 from .fingerprint import recognise
 from .types import FLOATS, Match, MatchReport, NoMatch
 
@@ -103,6 +103,10 @@ def _match_all(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> tuple[li
 
 
 def _fused(m: Match) -> bool:
+    """A match fusing pointwise ops into a reduction or softmax (C writes it; Triton's templates
+    refuse it and take the same chain as pipeline stages)."""
+    if m.family == "softmax":
+        return m.spec.get("anchor") is not None
     return m.family == "reduction" and bool(m.spec.get("prologue") or m.spec.get("epilogue"))
 
 
@@ -137,7 +141,7 @@ def _elementwise(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
 
 def _row_op(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     if root.kind != "op" or root.op not in ir.ROW_OPS:
-        raise NoMatch("the output is not softmax, log_softmax, layer_norm or rms_norm")
+        return _softmax_epilogue(root, out_shape, ctx)
     x = float_leaf(root.args[0], f"the {root.op} input")
     if x.kind != "input" or tuple(x.shape or ()) != out_shape:
         raise NoMatch(f"the {root.op} input is not a forward input of the output's shape")
@@ -151,6 +155,24 @@ def _row_op(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     _, weight, bias, eps = root.args
     m = _norm_match(root.op, x, weight, bias, eps, root.attrs["ndims"], out_shape, ctx, "")
     m.note = root.attrs.get("assumed", "")
+    return m
+
+
+def _softmax_epilogue(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """Softmax / log_softmax of a forward input, then an elementwise chain over scalars,
+    per-channel values and output-shaped operands (``sigmoid(softmax(x, 1)) * s``): the
+    chain is applied in the writing pass (C; Triton writes it as a pipeline)."""
+    rows = [n for n in root.walk() if n.kind == "op" and n.op in ("softmax", "log_softmax")]
+    if len(rows) != 1 or root.kind != "op":
+        raise NoMatch("the output is not softmax, log_softmax, layer_norm or rms_norm")
+    sm = rows[0]
+    if tuple(sm.shape or ()) != out_shape:
+        raise NoMatch("the epilogue changes the softmax's shape")
+    epilogue, kinds = epilogue_operands(root, sm, out_shape)
+    m = _row_op(sm, out_shape, ctx)
+    m.spec.update(root=root, epilogue=epilogue, kinds=kinds, anchor=sm)
+    ops = (n.op for n in root.walk() if n.kind == "op" and n is not sm and n.op not in ("identity", "cast"))
+    m.kind += "".join(f" + {o}" for o in dict.fromkeys(ops))
     return m
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common import dtype_of, model_class, module_source
+from ..common import NotRenderable, dtype_of, model_class, module_source
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"MAX_BLOCK": 4096, "num_warps": 4},
@@ -71,6 +71,8 @@ _STORE = {
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
+    if spec.get("anchor") is not None:
+        raise NotRenderable("pointwise ops fused after the softmax (the pipeline writes them as stages)")
     log, dim, nd = spec["log"], spec["dim"], len(spec["out_shape"])
     name = "log_softmax" if log else "softmax"
     max_block, warps = params["MAX_BLOCK"], params["num_warps"]
