@@ -65,9 +65,10 @@ class Fit:
 
 def size_names(problem: Problem) -> dict[str, int]:
     """The sizes to scale: module-level int constants >= 8 and the size-like ints of the
-    tuples get_inputs reads (``input_shape = (32768,)`` as ``input_shape[0]``: scaled by the
-    same factor and rounding as ``batch_size = 32768``, so sizes a reference needs equal stay
-    equal); or, for literal sizes in get_inputs, those literals."""
+    tuples and lists get_inputs or get_init_inputs reads (``input_shape = (32768,)`` as
+    ``input_shape[0]``, a whole network's ``hidden_layer_sizes = [32768, 32768]``: scaled by
+    the same factor and rounding as ``batch_size = 32768``, so sizes a reference needs equal
+    stay equal); or, for literal sizes in get_inputs, those literals."""
     sizes = problem.size_constants()
     if not sizes:
         return dict(problem.literal_dims)
@@ -76,12 +77,12 @@ def size_names(problem: Problem) -> dict[str, int]:
 
 def _tuple_sizes(source: str) -> dict[str, int]:
     tree = ast.parse(source)
-    reads = {n.id for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == "get_inputs"
+    reads = {n.id for f in tree.body if isinstance(f, ast.FunctionDef) and f.name in ("get_inputs", "get_init_inputs")
              for n in ast.walk(f) if isinstance(n, ast.Name)}
     out: dict[str, int] = {}
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id in reads and isinstance(node.value, ast.Tuple)
+                and node.targets[0].id in reads and isinstance(node.value, (ast.Tuple, ast.List))
                 and node.value.lineno == node.value.end_lineno
                 and all(isinstance(e, ast.Constant) and type(e.value) is int for e in node.value.elts)):
             out.update({f"{node.targets[0].id}[{j}]": e.value for j, e in enumerate(node.value.elts)
@@ -89,13 +90,17 @@ def _tuple_sizes(source: str) -> dict[str, int]:
     return out
 
 
-def scale(value: int, factor: float, coarse: bool = False) -> int:
+def scale(value: int, factor: float, coarse: bool | int = False) -> int:
     """``value`` x ``factor``, rounded down to a multiple of a power of two dividing ``value``
     (at most a quarter of the result; with ``coarse``, at least 8 where ``value`` has it: sizes
-    that must divide each other -- 32 channels in 8 groups -- keep doing so)."""
+    that must divide each other -- 32 channels in 8 groups -- keep doing so). ``coarse`` may
+    also be a step of its own (``coarse_step``: 24 where the problem has 3 groups): a value it
+    divides is rounded down to a multiple of it."""
     if factor >= 1 or value <= FLOOR:
         return value
     target = value * factor
+    if not isinstance(coarse, bool) and coarse & (coarse - 1) and value % coarse == 0:
+        return min(value, max(coarse, int(target / coarse + 1e-6) * coarse))
     step = value & -value  # the largest power of two dividing value
     least = 8 if coarse else 1
     while step > least and step > target / 4:
@@ -103,8 +108,18 @@ def scale(value: int, factor: float, coarse: bool = False) -> int:
     return max(min(value, FLOOR), int(target / step + 1e-6) * step)
 
 
-def scaled_sizes(defaults: dict[str, int], factor: float, coarse: bool = False) -> dict[str, int]:
+def scaled_sizes(defaults: dict[str, int], factor: float, coarse: bool | int = False) -> dict[str, int]:
     return {k: scale(v, factor, coarse) for k, v in defaults.items()}
+
+
+def coarse_step(problem: Problem) -> int:
+    """8, times the small ints (2-7) among the module's constants that sizes may have to divide
+    into (``groups = 3``: a ShuffleNet unit's channels)."""
+    step = 8
+    for v in problem.constants.values():
+        if type(v) is int and 2 <= v < FLOOR:
+            step = math.lcm(step, v)
+    return step
 
 
 def measured_bytes(analysis: dict[str, Any]) -> int:
@@ -141,10 +156,11 @@ def with_sizes(problem: Problem, sizes: dict[str, int], in_place: bool = True) -
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
         name = node.targets[0].id
-        if isinstance(node.value, ast.Tuple) and any(k.startswith(f"{name}[") for k in sizes):
+        if isinstance(node.value, (ast.Tuple, ast.List)) and any(k.startswith(f"{name}[") for k in sizes):
             v = node.value
             items = [str(sizes.get(f"{name}[{j}]", e.value)) for j, e in enumerate(v.elts)]  # type: ignore[attr-defined]
-            text = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+            text = ("[" + ", ".join(items) + "]" if isinstance(v, ast.List) else
+                    "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")")
             done.add(name)
             if not in_place:
                 tail.append(f"{name} = {text}\n")
@@ -190,7 +206,7 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
     defaults = size_names(problem)
     factor = first_factor(problem, defaults, budget) if defaults else 1.0
     last = ""
-    in_place, coarse = True, False
+    in_place, coarse = True, 0
     for attempt in range(attempts):
         sizes = scaled_sizes(defaults, factor, coarse)
         source = with_sizes(problem, sizes, in_place)
@@ -205,9 +221,9 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
                 # constants computed from the sizes may have to keep their defaults (with_sizes)
                 in_place = False
                 continue
-            if attempt == 1 and sizes != scaled_sizes(defaults, factor, True):
+            if attempt == 1 and sizes != scaled_sizes(defaults, factor, coarse_step(problem)):
                 # sizes that must divide each other (channels and groups): rounded coarser
-                in_place, coarse = True, True
+                in_place, coarse = True, coarse_step(problem)
                 continue
             if attempt == 2 and coarse:
                 in_place = False

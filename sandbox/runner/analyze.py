@@ -51,16 +51,46 @@ def _arg(a: Any) -> Any:
     return _meta(a)
 
 
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+
+
+def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
+    """torch.fx's symbolic trace of ``model``; where forward reads its inputs' sizes (``x.size(0)``
+    in a ``range``, a slice or a branch: ResNets, DenseNets, Swin), the same trace with sizes
+    answered from meta tensors of this call's inputs (torch.fx's ``MetaTracer``): sizes become
+    this call's numbers, which the engine reads back off the shapes it is given."""
+    import inspect
+    import warnings
+
+    import torch.fx as fx
+    from torch.fx.experimental.meta_tracer import MetaTracer
+
+    try:
+        return fx.symbolic_trace(model)
+    except Exception as first:
+        names = [p.name for p in inspect.signature(model.forward).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        metas = {n: x.to("meta") for n, x in zip(names, inputs) if isinstance(x, torch.Tensor)}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tracer = MetaTracer()
+                graph = tracer.trace(model, meta_args=metas)
+            return fx.GraphModule(tracer.root, graph, type(model).__name__)
+        except Exception:
+            raise first from None
+
+
 def fx_graph(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]] | str:
     """Nodes of a torch.fx trace with the shapes that flow through them, or why tracing failed."""
     try:
-        import torch.fx as fx
         from torch.fx.passes.shape_prop import ShapeProp
 
-        traced = fx.symbolic_trace(model)
+        traced = _trace(model, inputs)
         ShapeProp(traced).propagate(*inputs)
     except Exception as exc:  # data-dependent control flow and the like
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+        return _why(exc)
     modules = dict(traced.named_modules())
     nodes = []
     for node in traced.graph.nodes:

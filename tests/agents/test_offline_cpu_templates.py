@@ -80,6 +80,9 @@ CASES: dict[str, tuple[str, str]] = {
         "channels = 6")),
     "softmax_last_relu": ("softmax|pipeline", ref(fn("torch.relu(torch.softmax(x, dim=-1) - 0.01) * 3.0"),
                                          "[torch.randn(13, 1029) * 10]")),
+    # a permute made contiguous: the last dim kept (whole runs), and moved (tiles past TILE both ways)
+    "permute_heads_transpose": ("permute", ref(fn("x.transpose(1, 2).contiguous()"), "[torch.randn(2, 5, 3, 7)]")),
+    "permute_last_dim_moves": ("permute", ref(fn("x.permute(0, 3, 1, 2)"), "[torch.randn(2, 37, 9, 70)]")),
     # norms
     "layer_norm_two_dims": ("norm", ref("""
         class Model(nn.Module):
@@ -178,7 +181,7 @@ def test_each_family_offers_its_whole_parameter_space() -> None:
     engine = OfflineEngine(backend="cpu")
     assert engine.families() == ["elementwise", "softmax", "norm", "reduction", "matmul", "pooling", "argreduce",
                                  "scan", "channel_norm", "conv", "attention",
-                                 "triangle", "cross_entropy", "concat", "pipeline"]
+                                 "triangle", "cross_entropy", "concat", "permute", "pipeline"]
     for family in engine.families():
         space = engine.autotune_space(family)
         assert len(space) >= 4 and space == families_for("cpu")[family].PARAM_SPACE

@@ -152,3 +152,35 @@ def cross_entropy(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match
         raise NoMatch(f"the cross-entropy targets {t.name} are not an int64 forward input")
     spec = {"x": x, "t": t, "ignore_index": root.attrs["ignore_index"], "out_shape": out_shape}
     return Match("cross_entropy", "cross entropy rows", ctx, spec)
+
+
+def permute(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """A transpose / permute (any chain of them) of a forward input made contiguous: the copy
+    a whole model needs between its regions (attention heads split out of a projection,
+    merged back before the next one)."""
+    e = root
+    chain: list[Expr] = []
+    while e.kind == "op" and e.op in ("t", "transpose", "permute", "identity"):
+        if e.op != "identity":
+            chain.append(e)
+        e = e.args[0]
+    if not chain:
+        raise NoMatch("the output is not a transpose or permute")
+    x = e if e.kind == "input" else forward_input(e, "permute")
+    shape = tuple(x.shape or ())
+    nd = len(shape)
+    perm = list(range(nd))
+    for node in reversed(chain):  # the innermost first
+        dims = tuple(node.attrs.get("dims") or ())
+        if node.op in ("t", "transpose"):
+            a, b = (_dim(d, nd) for d in (dims or (0, 1)))
+            perm[a], perm[b] = perm[b], perm[a]
+        else:
+            if sorted(_dim(d, nd) for d in dims) != list(range(nd)):
+                raise NoMatch(f"permute dims {list(dims)} of a {nd}-d tensor")
+            perm = [perm[_dim(d, nd)] for d in dims]
+    if tuple(shape[p] for p in perm) != tuple(out_shape):
+        raise NoMatch("the permuted shape is not the output's")
+    if perm == list(range(nd)):
+        raise NoMatch("the permutation is the identity")
+    return Match("permute", f"permute {tuple(perm)}", ctx, {"x": x, "perm": perm, "out_shape": out_shape})

@@ -15,8 +15,9 @@ kernel, one store), and how a whole chain that one family covers stays one kerne
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..ir.expr import Expr
@@ -37,6 +38,7 @@ class Stage:
     match: Match | None   # the family that writes it (over the stage's sub-DAG); None for a reshape
     name: str = ""        # the variable holding its output in forward ("t0", ...; the last is returned)
     view: str = ""        # a reshape: the forward expression (no kernel: the data is contiguous)
+    bound: dict[tuple[int, ...], str] = field(default_factory=dict)  # constructor values the view reads
 
     @property
     def kind(self) -> str:
@@ -193,7 +195,9 @@ def pipeline(root: Expr, out_shape: tuple[int, ...], ctx: Context, match_all: Ma
             pctx.names[state.inputs[id(stage.node)].index] = names[i]
     for stage in stages:
         if stage.match is None:
+            before = dict(pctx.bound)
             stage.view = _view(stage.node, {id(s.node): s.name for s in stages}, pctx)
+            stage.bound = {k: v for k, v in pctx.bound.items() if k not in before}
     kind = " | ".join(s.kind for s in stages)
     spec: dict[str, Any] = {"stages": stages, "out_shape": out_shape}
     return Match("pipeline", kind, pctx, spec)
@@ -213,10 +217,47 @@ def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
     if terms is not None:
         return f"{var}.reshape({', '.join(t.format(t=var) for t in terms)})"
     like = _shaped_like(node, names, ctx)
-    if like is None:
+    if like is not None:
+        return f"{var}.reshape({like}.shape)"
+    split = _split_terms(tuple(src.shape or ()), tuple(node.shape or ()), ctx)
+    if split is None:
         raise NoMatch(f"{node.name}: a reshape of {list(src.shape or ())} to {list(node.shape or ())} that is not "
-                      "an unsqueeze, squeeze or flatten, nor back to the shape of a tensor before it")
-    return f"{var}.reshape({like}.shape)"
+                      "an unsqueeze, squeeze or flatten, nor back to the shape of a tensor before it, nor a split "
+                      "of one dim by sizes the constructor was given")
+    return f"{var}.reshape({', '.join(t.format(t=var) for t in split)})"
+
+
+def _split_terms(src: tuple[int, ...], dst: tuple[int, ...], ctx: Context) -> list[str] | None:
+    """A reshape that splits one dim of ``src`` into several (attention heads out of a
+    projection: (B, L, E) -> (B, L, H, E / H)), the dims before and after it kept: the kept
+    dims read off the tensor, all the split sizes but one bound to the constructor argument
+    holding them (``self.heads``), the last one -1; None when it is not such a split."""
+    head = 0
+    while head < min(len(src), len(dst)) and src[head] == dst[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(src), len(dst)) - head and src[-1 - tail] == dst[-1 - tail]:
+        tail += 1
+    middle, parts = src[head:len(src) - tail], dst[head:len(dst) - tail]
+    if len(middle) != 1 or len(parts) < 2 or math.prod(parts) != middle[0]:
+        return None
+    sizes: list[str] = []
+    free = None
+    for k, size in enumerate(parts):
+        bound = ctx.scalar(ctx.setting(size, "")) if size not in (0, 1) else None
+        if bound is not None:
+            sizes.append(f"int({bound[1]})")
+        elif size == 1:
+            sizes.append("1")
+        elif free is None:
+            free = k
+            sizes.append("-1")
+        else:
+            return None  # two sizes neither the tensor nor the constructor gives
+    if free is None:
+        sizes[-1] = "-1"
+    return ([f"{{t}}.shape[{d}]" for d in range(head)] + sizes
+            + [f"{{t}}.shape[{len(src) - tail + d}]" for d in range(tail)])
 
 
 def _shaped_like(node: Expr, names: dict[int, str], ctx: Context) -> str | None:

@@ -15,7 +15,8 @@ from .pipeline import Pipeline
 # The families, in the order the engine tries them: each is a Triton module in triton/ and a C
 # module of the same name in cpu/ (adding a family: docs/architecture.md).
 NAMES: tuple[str, ...] = ("elementwise", "softmax", "norm", "reduction", "matmul", "pooling", "argreduce", "scan",
-                          "channel_norm", "conv", "attention", "triangle", "cross_entropy", "concat")
+                          "channel_norm", "conv", "attention", "triangle", "cross_entropy", "concat",
+                          "permute")
 
 
 def _modules(package: str) -> dict[str, ModuleType]:

@@ -15,10 +15,13 @@ from .common import NotRenderable, model_class
 from .compose import compose
 
 
-def reshape_stage(ctx: Any, view: str) -> str:
-    """A stage that only regroups the dims of a contiguous tensor."""
+def reshape_stage(ctx: Any, view: str, bound: Mapping[tuple[int, ...], str] | None = None) -> str:
+    """A stage that only regroups the dims of a contiguous tensor; ``bound``: the constructor
+    values its sizes read (a head count), which ModelNew keeps."""
+    fresh = ctx.fresh()
+    fresh.bound.update(bound or {})
     return ('"""A reshape (a view of the contiguous output before it)."""\n\nimport torch\nimport torch.nn as nn\n\n\n'
-            + model_class(ctx.fresh(), [f"return {view}"], "A view."))
+            + model_class(fresh, [f"return {view}"], "A view."))
 
 
 class Pipeline:
@@ -58,7 +61,7 @@ class Pipeline:
         sources: list[str] = []
         for i, stage in enumerate(stages):
             if stage.match is None:  # a reshape of a contiguous tensor: no kernel
-                sources.append(reshape_stage(match.ctx, stage.view))
+                sources.append(reshape_stage(match.ctx, stage.view, stage.bound))
                 continue
             family = self.families.get(stage.match.family)
             if family is None:

@@ -171,6 +171,32 @@ def test_a_tuple_get_inputs_reads_is_scaled_with_the_sizes_it_must_equal() -> No
     assert "kernel = (3, 64)" in fitted
 
 
+def test_a_list_of_layer_sizes_get_init_inputs_reads_is_scaled() -> None:
+    """KernelBench level3/2: `hidden_layer_sizes = [32768, 32768]` makes 2 GB of weights; scaling
+    batch_size and input_size alone could not fit it."""
+    from app.batch.fit import scaled_sizes, size_names, with_sizes
+    from sandbox import load_problem
+
+    source = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+              "    def __init__(self, d, hidden):\n        super().__init__()\n"
+              "        self.layers = nn.Sequential(*[nn.Linear(a, b) for a, b in zip([d, *hidden], hidden)])\n"
+              "    def forward(self, x):\n        return self.layers(x)\n\n\n"
+              "batch_size = 64\ninput_size = 4096\nhidden_layer_sizes = [8192, 2048]\n\n\n"
+              "def get_inputs():\n    return [torch.rand(batch_size, input_size)]\n\n\n"
+              "def get_init_inputs():\n    return [input_size, hidden_layer_sizes]\n")
+    problem = load_problem("wide.py", source)
+    names = size_names(problem)
+    assert names["hidden_layer_sizes[0]"] == 8192 and names["hidden_layer_sizes[1]"] == 2048
+    sizes = scaled_sizes(names, 0.125)
+    fitted = with_sizes(problem, sizes)
+    assert f"hidden_layer_sizes = [{sizes['hidden_layer_sizes[0]']}, {sizes['hidden_layer_sizes[1]']}]" in fitted
+    ns: dict = {}
+    exec(compile(fitted, "wide.py", "exec"), ns)
+    model = ns["Model"](*ns["get_init_inputs"]())
+    assert model.layers[0].weight.shape == (1024, 512)
+    assert model(*ns["get_inputs"]()).shape == (8, 256)
+
+
 CHAINED = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
            "    def __init__(self, c, shape):\n        super().__init__()\n        self.norm = nn.LayerNorm(shape)\n"
            "    def forward(self, x):\n        return self.norm(x)\n\n\n"
@@ -343,3 +369,25 @@ def test_sizes_that_must_divide_each_other_are_rounded_coarser_when_the_fine_fit
     fit = fit_problem(str(path), BUDGET_GB, analyze(judge))
     assert fit.bytes <= BUDGET_GB * F.GB
     assert fit.sizes["channels"] % fit.sizes["groups"] == 0
+
+
+def test_the_coarse_step_keeps_channels_divisible_by_a_small_group_count() -> None:
+    """KernelBench level3/25 (a ShuffleNet unit, 3 groups): 240 and 480 channels scaled to
+    multiples of 8 broke `in_channels must be divisible by groups`; the coarse step takes the
+    module's small ints in (lcm(8, 3) = 24)."""
+    from sandbox import load_problem
+
+    source = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+              "    def __init__(self, cin, cout, groups=3):\n        super().__init__()\n"
+              "        self.conv = nn.Conv2d(cin, cout // 4, 1, groups=groups)\n"
+              "    def forward(self, x):\n        return self.conv(x)\n\n\n"
+              "batch_size = 10\ninput_channels = 240\nout_channels = 480\ngroups = 3\nheight = 224\n\n\n"
+              "def get_inputs():\n    return [torch.rand(batch_size, input_channels, height, height)]\n\n\n"
+              "def get_init_inputs():\n    return [input_channels, out_channels, groups]\n")
+    problem = load_problem("shuffle.py", source)
+    assert F.coarse_step(problem) == 24
+    sizes = F.scaled_sizes(size_names(problem), 0.3, F.coarse_step(problem))
+    assert sizes["input_channels"] % 3 == 0 and (sizes["out_channels"] // 4) % 3 == 0
+    assert sizes["input_channels"] < 240 and sizes["height"] < 224
+    assert scale(32, 0.44, coarse=True) % 8 == 0  # the power-of-two step is unchanged
+
