@@ -391,6 +391,24 @@ CONCAT = {
     """, "[torch.randn(6, 5, 3), torch.randn(1, 5, 3)]"),
 }
 
+PERMUTE = {
+ "transpose_heads": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x.transpose(1, 2).contiguous()
+    """, "[torch.randn(3, 7, 5, 9)]"),
+ "permute_channels_last_to_first": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x.permute(0, 3, 1, 2)
+    """, "[torch.randn(2, 11, 13, 70)]"),
+ "transpose_twice_matrix": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x.transpose(0, 1).permute(1, 0).t()
+    """, "[torch.randn(67, 45)]"),
+}
+
 CROSS_ENTROPY = {
  "xent_none": ("cross_entropy", ref("""
     class Model(nn.Module):

@@ -28,6 +28,7 @@ from tests.agents.layer_cases import (
     CONV,
     CROSS_ENTROPY,
     EVAL_NORM,
+    PERMUTE,
     POOLING,
     SCAN,
     TRIANGLE,
@@ -40,9 +41,9 @@ CASES = {**{k: ("pooling" if k != "adaptive" else "reduction", v) for k, v in PO
          **{k: ("channel_norm", v) for k, v in CHANNEL_NORM.items()}, **{k: ("conv", v) for k, v in CONV.items()},
          **{k: ("pipeline", v) for k, v in COMPOSITE.items()},
          **{k: ("attention", v) for k, v in ATTENTION.items()}, **{k: ("triangle", v) for k, v in TRIANGLE.items()},
-         **{k: ("concat", v) for k, v in CONCAT.items()},
+         **{k: ("concat", v) for k, v in CONCAT.items()}, **{k: ("permute", v) for k, v in PERMUTE.items()},
          **CROSS_ENTROPY, **EVAL_NORM}
-EXACT = set(ARGREDUCE) | set(CONCAT)  # indices and copies: no tolerance
+EXACT = set(ARGREDUCE) | set(CONCAT) | set(PERMUTE)  # indices and copies: no tolerance
 BUNDLED = {
     "problems/level1/24_max_pool2d.py": "pooling",
     "problems/level1/25_avg_pool2d_padded.py": "pooling",
@@ -58,6 +59,7 @@ BUNDLED = {
     "problems/level1/33_cross_entropy_per_sample.py": "cross_entropy",
     "problems/level1/34_batch_norm_eval.py": "elementwise",
     "problems/level1/35_concat_channels.py": "concat",
+    "problems/level1/36_split_heads.py": "pipeline",
 }
 
 TRITON_CHECK = """
