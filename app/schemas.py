@@ -153,6 +153,12 @@ class ComparisonOut(BaseModel):
     kernel_beats_eager: bool = False
 
 
+class RegionOut(BaseModel):
+    index: int = Field(description="The region's place in forward order, from 1.")
+    kernel: str = Field(description="What one kernel computes there: its family and the ops fused into it "
+                                    "(`matmul + add`, `conv + relu`, `reshape` for a view that moves no data).")
+
+
 class JobDetail(JobOut):
     comparison: ComparisonOut | None = Field(None, description=(
         "Optimisation jobs: whether the best kernel is worth using (null for evaluation jobs)."))
@@ -161,6 +167,9 @@ class JobDetail(JobOut):
     result: dict[str, Any] | None
     usage: dict[str, float] | None
     strategies_used: list[dict[str, Any]] = []
+    regions: list[RegionOut] = Field([], description=(
+        "The best kernel's regions, in forward order, where it is a whole model cut into kernels (the offline "
+        "engine's pipeline: one kernel per region); empty otherwise."))
 
 
 class JobPage(BaseModel):

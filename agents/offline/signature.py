@@ -106,7 +106,23 @@ def from_source(source: str) -> Signature | None:
             found.forward = _args(item)
     if found.forward is None:
         return None
-    return Signature(found.init or (), found.forward, "ast", found.extra.get("init_body"))
+    body = found.extra.get("init_body")
+    if body is not None:  # class attributes the constructor may read (a ResNet block's `expansion = 1`)
+        body = (*_class_constants(model), *body)
+    return Signature(found.init or (), found.forward, "ast", body)
+
+
+def _class_constants(model: ast.ClassDef) -> list[str]:
+    """``self.name = value`` for each literal class attribute of Model."""
+    out = []
+    for item in model.body:
+        if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
+            try:
+                ast.literal_eval(item.value)
+            except (ValueError, SyntaxError, TypeError):
+                continue
+            out.append(f"self.{item.targets[0].id} = {ast.unparse(item.value)}")
+    return out
 
 
 def _is_super_init(stmt: ast.stmt) -> bool:

@@ -83,7 +83,20 @@ def compose_detail(summary: dict[str, Any], config: dict[str, Any], result: dict
     best = next((c for c in candidates if c["attempt_id"] == summary.get("best_attempt_id")), None)
     comparison = compare_record(best).to_json() if summary.get("kind", "optimize") != "evaluate" else None
     data = {**summary, "comparison": comparison, "config": config, "result": result, "usage": traj.get("usage"),
-            "strategies_used": traj.get("strategies_used", []),
+            "strategies_used": traj.get("strategies_used", []), "regions": regions(best, plans.get(0, [])),
             "rounds": [{"index": i, "plan": [p.get("title", "") for p in plans.get(i, [])], "candidates": c}
                        for i, c in sorted(rounds.items())]}
     return JobDetail.model_validate(data).model_dump()
+
+
+def regions(best: dict[str, Any] | None, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The best kernel's regions when it is the offline engine's pipeline (a whole model cut
+    into one kernel per region): the stages its plan entry names, ``a | b | c`` before the
+    parameters."""
+    if not best or not str(best.get("strategy") or "").startswith("offline: pipeline"):
+        return []
+    entry = next((p for p in plan if p.get("title") == best["strategy"]), None)
+    stages = str((entry or {}).get("rationale") or "").split("; ")[0]
+    return [{"index": i, "kernel": k.strip()} for i, k in enumerate(stages.split(" | "), 1) if k.strip()] \
+        if " | " in stages else []
+

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from ..jobs import status as job_status
 from ..jobs.status import TERMINAL
-from ..schemas import ComparisonOut
+from ..schemas import ComparisonOut, RegionOut
 
 COMPARISON = ("The fastest of {best kernel, eager PyTorch, torch.compile} timed in the best kernel's judge run, "
               "with what to use: a kernel slower than eager is never a win.")
@@ -83,6 +83,8 @@ class JobReport(BaseModel):
     device: str | None = Field(None, description="What it runs on: the CPU model and threads, or the GPU's name.")
     recent: list[CandidateBrief] = Field(default_factory=list, description="The last candidates judged.")
     comparison: ComparisonOut | None = Field(None, description=COMPARISON)
+    regions: list[RegionOut] = Field(default_factory=list, description=(
+        "The best kernel's regions in forward order where it is a whole model cut into one kernel per region."))
 
     @classmethod
     def of(cls, detail: dict[str, Any], recent: int = 5) -> JobReport:
@@ -100,7 +102,7 @@ class JobReport(BaseModel):
             best_attempt_id=detail.get("best_attempt_id"), has_best_kernel=detail.get("best_attempt_id") is not None,
             stop_reason=(detail.get("result") or {}).get("stop_reason"), error=detail.get("error"),
             backend=detail.get("backend") or "auto", backend_reason=choice.get("reason"),
-            device=choice.get("device_name"), comparison=detail.get("comparison"),
+            device=choice.get("device_name"), comparison=detail.get("comparison"), regions=detail.get("regions") or [],
             recent=[CandidateBrief(attempt_id=c["attempt_id"], round=c["round"], strategy=c.get("strategy", ""),
                                    verdict=c["verdict"], speedup=c.get("speedup"), reasons=c.get("reasons", [])[:3])
                     for c in cands[-recent:]])

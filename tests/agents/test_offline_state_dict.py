@@ -61,3 +61,45 @@ def test_the_engines_model_loads_the_references_state_dict_and_matches_it(name: 
         unloaded = cand.ModelNew(*init)(*inputs)
     torch.testing.assert_close(got, want, atol=1e-3, rtol=1e-3)
     assert not torch.allclose(unloaded, want, atol=1e-3, rtol=1e-3), "the weights made no difference"
+
+
+BLOCK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    expansion = 2
+
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels * self.expansion, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(channels * self.expansion)
+        self.eval()
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+def get_inputs():
+    return [torch.randn(2, 5, 9, 11)]
+
+
+def get_init_inputs():
+    return [5]
+'''
+
+
+def test_a_class_attribute_the_constructor_reads_is_kept() -> None:
+    """KernelBench level3/8 (ResNetBasicBlock): `expansion = 1` on the class, read as
+    `self.expansion` in __init__; ModelNew runs that constructor, so it needs it too."""
+    proposals = cpu_proposals(BLOCK, 1)
+    assert proposals and "self.expansion = 2" in proposals[0].source
+    ref, cand = load_source(BLOCK, "ref_sd_block"), load_source(proposals[0].source, "cand_sd_block")
+    model = ref.Model(5)
+    new = cand.ModelNew(5)
+    new.load_state_dict(_trained(model), strict=True)
+    model.load_state_dict(_trained(model))
+    new.eval()
+    x = torch.randn(2, 5, 9, 11)
+    with torch.no_grad():
+        torch.testing.assert_close(new(x), model(x), atol=1e-3, rtol=1e-3)

@@ -67,6 +67,9 @@ LOSING = {"device": "cpu", "label": CPU_LABEL,
           "speedup_vs_compile": {"value": 0.87 / 2.1, "low": 0.4, "high": 0.43}}
 
 
+PIPELINE = "offline: pipeline {'rank': 0}"
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     url = f"sqlite:///{tmp_path / 'kforge.db'}"
@@ -78,9 +81,13 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
                   best_attempt_id="r1-c0", best_speedup=10.3, result={"tuning": TUNING})
         s.add(job)
         # A kernel slower than eager, with torch.compile fastest of the three (recorded judge timing).
+        # ... whose best kernel is the offline engine's pipeline: its regions (the round-0 plan's stages)
         losing = Job(owner_id=alice.id, problem_name="relu_scale_losing", reference="class Model: pass\n",
                      backend="cpu", status="succeeded", queue="cpu", config={"max_rounds": 0, "device": "cpu"},
-                     best_attempt_id="r0-c0", best_speedup=0.87)
+                     best_attempt_id="r0-c0", best_speedup=0.87,
+                     trajectory={"rounds": [{"index": 0, "plan": [
+                         {"title": PIPELINE, "rationale": "conv + relu | reshape | permute (0, 2, 1) | matmul + add; "
+                                                          "rank=0"}]}]})
         s.add(losing)
         s.add(Job(owner_id=alice.id, problem_name="a_triton_job", reference="class Model: pass\n", status="succeeded",
                   queue="cpu", config={}))
@@ -90,7 +97,7 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
                    Candidate(job_id=job.id, attempt_id="r1-c0", round=1, source="offline", verdict="pass",
                              checks=CHECKS, speedup=10.3, timing=timing(10.3), code="SRC = '...'\n")])
         s.add(Candidate(job_id=losing.id, attempt_id="r0-c0", round=0, source="offline", verdict="pass",
-                        checks=CHECKS, speedup=0.87, timing=LOSING, code="SRC = '...'\n"))
+                        checks=CHECKS, speedup=0.87, timing=LOSING, code="SRC = '...'\n", strategy=PIPELINE))
         job_id, losing_id = job.id, losing.id
     SqlStore(url).archive_put(ArchiveEntry(signature="sig-gelu", problem="gelu_sigmoid_fusion", code="x", speedup=10.3,
                                            arch="cpu", backend="cpu", job_id=job_id, attempt_id="r1-c0"))
@@ -175,6 +182,11 @@ def test_a_kernel_slower_than_eager_is_not_presented_as_a_win(browser, site):
                                         "torch.compile is 2.10x faster than eager here, use it.")
     winning = httpx.get(f"{url}/v1/jobs/{site['job']}", headers=auth).json()["comparison"]
     assert winning["fastest"] == "kernel" and winning["recommendation"].startswith("Use the kernel: 10.3x faster")
+    # A whole model's kernel: its regions, in forward order (none for a single-family kernel).
+    regions = httpx.get(f"{url}/v1/jobs/{site['losing']}", headers=auth).json()["regions"]
+    assert regions == [{"index": 1, "kernel": "conv + relu"}, {"index": 2, "kernel": "reshape"},
+                       {"index": 3, "kernel": "permute (0, 2, 1)"}, {"index": 4, "kernel": "matmul + add"}]
+    assert httpx.get(f"{url}/v1/jobs/{site['job']}", headers=auth).json()["regions"] == []
 
     context, page = sign_in(browser, url, site["token"])
     try:
@@ -182,9 +194,11 @@ def test_a_kernel_slower_than_eager_is_not_presented_as_a_win(browser, site):
         assert page.inner_text("#best-slower") == "Slower than eager — keep the reference"
         assert page.inner_text("#best-recommendation") == losing["recommendation"]
         assert "Fastest: torch.compile" in page.inner_text("#best-comparison")
+        rows = page.eval_on_selector_all("#regions tbody tr", "rs => rs.map(r => r.innerText)")
+        assert [r.split() for r in rows][0] == ["1", "conv", "+", "relu"] and len(rows) == 4
         shot(page, "job_cpu_slower_than_eager.png")
         page.goto(f"{url}/jobs/{site['job']}")
-        assert page.locator("#best-slower").count() == 0
+        assert page.locator("#best-slower").count() == 0 and page.locator("#regions").count() == 0
         assert page.inner_text("#best-recommendation").startswith("Use the kernel")
     finally:
         context.close()
