@@ -98,10 +98,11 @@ def from_source(source: str) -> Signature | None:
     if model is None:
         return None
     found = _Found()
+    methods = {item.name for item in model.body if isinstance(item, ast.FunctionDef)} - {"__init__", "forward"}
     for item in model.body:
         if isinstance(item, ast.FunctionDef) and item.name == "__init__":
             found.init = _args(item)
-            found.extra["init_body"] = _init_body(item)
+            found.extra["init_body"] = _init_body(item, methods)
         elif isinstance(item, ast.FunctionDef) and item.name == "forward":
             found.forward = _args(item)
     if found.forward is None:
@@ -133,10 +134,10 @@ def _is_super_init(stmt: ast.stmt) -> bool:
         and call.func.value.func.id == "super"
 
 
-def _init_body(fn: ast.FunctionDef) -> tuple[str, ...] | None:
+def _init_body(fn: ast.FunctionDef, methods: set[str] | frozenset[str] = frozenset()) -> tuple[str, ...] | None:
     """The constructor's statements, if they read only their arguments, their own locals,
-    torch, nn and builtins (a module constant or helper class of the reference's file is not
-    in the candidate); None otherwise."""
+    torch, nn and builtins (a module constant, a helper class of the reference's file or a
+    helper method of Model -- ``self._make_layer`` -- is not in the candidate); None otherwise."""
     body = [s for s in fn.body if not _is_super_init(s)
             and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if len(body) == len(fn.body) or any(_is_super_init(s) for s in body):
@@ -147,6 +148,9 @@ def _init_body(fn: ast.FunctionDef) -> tuple[str, ...] | None:
     names = [n for s in body for n in ast.walk(s)]
     known |= {n.id for n in names if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     known |= {n.arg for n in names if isinstance(n, ast.arg)}  # lambda / comprehension arguments
+    if any(isinstance(n, ast.Attribute) and n.attr in methods and isinstance(n.value, ast.Name)
+           and n.value.id == "self" for n in names):
+        return None
     if any(isinstance(n, ast.Name) and n.id not in known for n in names) or \
             any(isinstance(n, (ast.Global, ast.Nonlocal, ast.FunctionDef, ast.ClassDef)) for n in names):
         return None

@@ -43,6 +43,7 @@ REPO_PROBLEMS = {
     "problems/level1/33_cross_entropy_per_sample.py": "cross_entropy",
     "problems/level1/35_concat_channels.py": "concat",
     "problems/level1/36_split_heads.py": "pipeline",
+    "problems/level1/37_channels_first.py": "permute",
     "problems/level2/12_linear_softmax.py": "pipeline",
 }
 

@@ -60,6 +60,7 @@ BUNDLED = {
     "problems/level1/34_batch_norm_eval.py": "elementwise",
     "problems/level1/35_concat_channels.py": "concat",
     "problems/level1/36_split_heads.py": "pipeline",
+    "problems/level1/37_channels_first.py": "permute",
 }
 
 TRITON_CHECK = """

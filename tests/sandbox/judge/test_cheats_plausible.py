@@ -24,7 +24,7 @@ REQUIRED = {
     "decoy kernel": ["decoy_kernel", "decoy_counter_bump", "decoy_copy_kernel", "decoy_inplace_identity"],
     "reference op": ["reference_op_softmax", "reference_op_matmul", "reference_op_functional",
                      "reference_op_equivalent", "reference_op_disguised", "reference_op_hidden_mode",
-                     "dispatch_guard_hidden"],
+                     "dispatch_guard_hidden", "reference_op_attention"],
     "cache replay": ["cache_replay", "cache_replay_instance"],
     "cache by identity": ["cache_by_identity"],
     "cache by content": ["cache_by_content"],
