@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..runner.wire import FrameBuffer, WireError, write_fd
+from ..runner import shared
+from ..runner.wire import MAX_FRAME_BYTES, FrameBuffer, WireError, write_fd
 
 # Only these variables reach a sandbox; nothing else of the judge's
 # environment (API keys, database URLs, tokens) does.
@@ -83,16 +84,19 @@ class JobOutcome:
 class RunnerSession:
     """Talks to one warm runner over a pair of file descriptors."""
 
-    def __init__(self, write_fd: int, read_fd: int, description: str) -> None:
+    def __init__(self, write_fd: int, read_fd: int, description: str, side: Any = None) -> None:
         self._w = write_fd
         self._r = read_fd
+        # Large tensors travel beside the frames where the driver made a side channel
+        # (a unix socket): sealed memory files, no copy (runner/shared.py).
+        self._inbox = shared.Inbox(side) if side is not None else None
         self.description = description
         self.ready: dict[str, Any] = {}
         self.alive = True
 
     def _send(self, obj: dict[str, Any]) -> None:
         try:
-            write_fd(self._w, obj)
+            write_fd(self._w, shared.export(obj, self._inbox.side) if self._inbox is not None else obj)
         except OSError as exc:
             self.alive = False
             raise SandboxError(f"runner is gone: {exc}") from exc
@@ -104,14 +108,18 @@ class RunnerSession:
             if remaining <= 0:
                 self.alive = False
                 raise SandboxError("runner did not answer in time")
-            ready, _, _ = select.select([self._r], [], [], remaining)
-            if not ready:
+            side = [self._inbox] if self._inbox is not None and not self._inbox.closed else []
+            ready, _, _ = select.select([self._r, *side], [], [], remaining)
+            if side and side[0] in ready:
+                self._inbox.drain()
+            if self._r not in ready:
                 continue
             data = os.read(self._r, 1 << 20)
             if not data:
                 self.alive = False
                 raise SandboxError("runner closed its channel")
-            yield from buf.feed(data)
+            for frame in buf.feed(data):
+                yield shared.resolve(frame, self._inbox, MAX_FRAME_BYTES)
 
     def wait_ready(self, timeout: float) -> dict[str, Any]:
         for frame in self._frames(time.monotonic() + timeout):
@@ -196,6 +204,9 @@ class RunnerSession:
                 os.close(fd)
             except OSError:
                 pass
+        if self._inbox is not None:
+            self._inbox.close()
+            self._inbox.side.close()
         self.alive = False
 
 

@@ -20,6 +20,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+from ..runner import shared
 from .base import RunnerSession, SandboxError, sandbox_env
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -62,22 +63,27 @@ class ProcessDriver:
                 cmd += ["--hide", path]
             for path in runtime_paths():
                 cmd += ["--keep", path]
+        # The side channel: large tensors as sealed memory files beside the frames (runner/shared.py).
+        side, runner_side = shared.channel()
+        cmd += ["--side-fd", str(runner_side.fileno())]
         env = sandbox_env({"PYTHONPATH": PACKAGE_ROOT, "HOME": scratch_root})
         log = open(os.path.join(scratch_root, "runner.log"), "wb")
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
-                                    cwd=scratch_root, start_new_session=True)
+                                    cwd=scratch_root, start_new_session=True, pass_fds=(runner_side.fileno(),))
         except OSError as exc:
+            side.close()
             raise SandboxError(f"could not start the process sandbox: {exc}") from exc
         finally:
             log.close()
+            runner_side.close()
         assert proc.stdin is not None and proc.stdout is not None
         # The session owns duplicates; Popen's own file objects are closed now
         # so that nothing closes the session's descriptors behind its back.
         write_fd, read_fd = os.dup(proc.stdin.fileno()), os.dup(proc.stdout.fileno())
         proc.stdin.close()
         proc.stdout.close()
-        session = RunnerSession(write_fd, read_fd, f"process sandbox pid {proc.pid}")
+        session = RunnerSession(write_fd, read_fd, f"process sandbox pid {proc.pid}", side)
         self._procs[id(session)] = (proc, scratch_root)
         try:
             session.wait_ready(timeout=180)

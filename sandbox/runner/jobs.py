@@ -33,9 +33,10 @@ class Job:
     """A forked child and everything the runner keeps for it."""
 
     def __init__(self, runner: Any, msg: dict[str, Any], pid: int, uid: int, unique: bool, fd: int,
-                 scratch: str, started: float) -> None:
+                 scratch: str, started: float, inbox: Any = None) -> None:
         self.runner, self.msg, self.pid, self.uid, self.unique = runner, msg, pid, uid, unique
         self.fd, self.scratch, self.started = fd, scratch, started
+        self.inbox = inbox  # the large tensors the child sends beside its frames (shared.Inbox)
         self.id = f"job-{pid}"
         self.deadline = started + msg["timeout"]
         self.buf = bytearray()
@@ -104,9 +105,12 @@ class Job:
                 # reference at --fit-memory 1 "did not finish (exit code 0)").
                 self.forward.wait(min(0.05, remaining))
                 continue
-            ready, _, _ = select.select([self.fd] + wake, [], [], min(0.05, remaining))
+            side = [self.inbox] if self.inbox is not None and not self.inbox.closed else []
+            ready, _, _ = select.select([self.fd] + wake + side, [], [], min(0.05, remaining))
             if wake and wake[0] in ready:
                 _empty(wake[0])
+            if side and side[0] in ready and not self._side():
+                return "ended"
             if self.fd not in ready:
                 continue
             data, closed = _drain(self.fd)
@@ -135,9 +139,28 @@ class Job:
             if len(self.buf) < header.size + size:
                 return
             # Stamped as it arrives; written to the judge by the forwarder's thread, so
-            # a judge still decoding an earlier large frame never delays a stamp.
-            self.forward.put(time.monotonic(), bytes(self.buf[: header.size + size]))
+            # a judge still decoding an earlier large frame never delays a stamp. The shared
+            # tensors received so far go ahead of it (the child sends a frame's before it).
+            stamp = time.monotonic()
+            if self.inbox is not None and not self._side():
+                return
+            fds = list(self.inbox.fds.items()) if self.inbox is not None else []
+            if fds:
+                self.inbox.fds.clear()
+            self.forward.put(stamp, bytes(self.buf[: header.size + size]), fds)
             del self.buf[: header.size + size]
+
+    def _side(self) -> bool:
+        """Takes what the child sent on its side channel; False (the job's reason
+        set) if that was not records of shared tensors."""
+        from .wire import WireError
+
+        try:
+            self.inbox.drain()
+            return True
+        except WireError:
+            self.reason = "protocol"
+            return False
 
     def end(self) -> dict[str, Any]:
         """Kills what is left of the job, reaps it and cleans up: its exit frame."""
@@ -153,6 +176,9 @@ class Job:
         if self.status is None:
             _, self.status = os.waitpid(self.pid, 0)
         self.forward.close()
+        if self.inbox is not None:
+            self.inbox.close()
+            self.inbox.side.close()
         self.scope.sessions.discard(self.pid)
         st = self.status
         out = {
@@ -234,15 +260,15 @@ class Forwarder:
     def __init__(self, runner: Any, tag: str | None = None) -> None:
         self._runner = runner
         self.tag = tag
-        self._items: list[tuple[float, bytes] | None] = []
+        self._items: list[tuple[float, bytes, list[tuple[str, int]]] | None] = []
         self._bytes = 0
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def put(self, stamp: float, frame: bytes) -> None:
+    def put(self, stamp: float, frame: bytes, fds: list[tuple[str, int]] | None = None) -> None:
         with self._cond:
-            self._items.append((stamp, frame))
+            self._items.append((stamp, frame, fds or []))
             self._bytes += len(frame)
             self._cond.notify_all()
 
@@ -262,15 +288,18 @@ class Forwarder:
                 item = self._items.pop(0)
             if item is None:
                 return
-            stamp, frame = item
+            stamp, frame, fds = item
             if not broken:
                 try:
                     stamped = {"kind": "stamp", "t": stamp}
                     if self.tag is not None:
                         stamped["job"] = self.tag
-                    self._runner.send_locked(stamped, frame)
+                    self._runner.send_locked(stamped, frame, fds)
                 except OSError:
                     broken = True  # the judge is gone; the job's end is still reaped
+            else:
+                for _, fd in fds:
+                    os.close(fd)
             with self._cond:
                 self._bytes -= len(frame)
                 self._cond.notify_all()

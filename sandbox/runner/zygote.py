@@ -59,6 +59,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--unique-uids", action="store_true", help="run each child under a uid of its own")
     p.add_argument("--socket", help="talk to the judge over one connection to a unix socket listening here, "
                    "instead of stdin/stdout")
+    p.add_argument("--side-fd", type=int, default=-1,
+                   help="a unix socket (inherited) beside the judge's channel: large tensors travel as sealed "
+                        "memory files on it (runner/shared.py), not inside frames")
     p.add_argument("--kill-leftovers", action="store_true",
                    help="after each job, SIGKILL every other process of this uid (only for a runner alone "
                         "under its uid, as in a container)")
@@ -80,6 +83,10 @@ class Runner:
         # The judge that started this runner: once it is gone (its process killed), a running
         # job is ended rather than left computing for nobody (``Job.watch``).
         self.parent = os.getppid()
+        # Large tensors beside the frames (runner/shared.py), where the driver gave a side channel.
+        from . import shared
+
+        self.inbox = shared.Inbox(socket.socket(fileno=args.side_fd)) if args.side_fd >= 0 else None
 
     def _write(self, data: bytes | memoryview) -> None:
         self.out.write(data)
@@ -102,12 +109,18 @@ class Runner:
             fcntl.fcntl(write_fd, F_SETPIPE_SZ, 1 << 20)
         except OSError:
             pass
+        from . import shared
+
+        child_side, side = shared.channel() if self.inbox is not None else (None, None)
         started = time.monotonic()
         pid = os.fork()
         if pid == 0:  # child
-            self._child(job, msg, uid, unique, scratch, read_fd, write_fd)
+            self._child(job, msg, uid, unique, scratch, read_fd, write_fd, child_side)
         os.close(write_fd)
-        live = Job(self, msg, pid, uid, unique, read_fd, scratch, started)
+        if child_side is not None:
+            child_side.close()
+        live = Job(self, msg, pid, uid, unique, read_fd, scratch, started,
+                   shared.Inbox(side) if side is not None else None)
         if job.get("park") and live.watch(until_stop=True) == "stopped" and live.hold():
             # Parked before its timed pass (``turns``): held, stopped, until the judge
             # interleaves it with another job's pass or drops it.
@@ -118,11 +131,20 @@ class Runner:
             live.watch()
         self.send(live.end())
 
-    def send_locked(self, obj: dict[str, Any] | None, raw: bytes | memoryview | None = None) -> None:
-        """One frame (and the raw frame after it), whole, whichever thread writes."""
+    def send_locked(self, obj: dict[str, Any] | None, raw: bytes | memoryview | None = None,
+                    fds: list[tuple[str, int]] | None = None) -> None:
+        """One frame (and the raw frame after it), whole, whichever thread writes;
+        ``fds``, the shared tensors a child sent (runner/shared.py), go ahead of it."""
+        from . import shared
         from .wire import encode
 
         with self.lock:
+            for token, fd in fds or ():
+                try:
+                    if self.inbox is not None:
+                        shared.send(self.inbox.side, token, fd)
+                finally:
+                    os.close(fd)
             if obj is not None:
                 self._write(encode(obj))
             if raw is not None:
@@ -132,7 +154,7 @@ class Runner:
         return {os.path.basename(j.scratch) for j in self.parked.values()}
 
     def _child(self, job: dict[str, Any], msg: dict[str, Any], uid: int, unique: bool, scratch: str,
-               read_fd: int, write_fd: int) -> None:
+               read_fd: int, write_fd: int, side: socket.socket | None) -> None:
         code = 0
         try:
             signal.set_wakeup_fd(-1)
@@ -148,8 +170,9 @@ class Runner:
             os.dup2(null, 0)
             os.dup2(log, 1)
             os.dup2(log, 2)
-            os.closerange(3, write_fd)
-            os.closerange(write_fd + 1, 1024)
+            kept = sorted({write_fd, side.fileno() if side is not None else write_fd})
+            for low, high in zip([3, *(k + 1 for k in kept)], [*kept, 1024]):
+                os.closerange(low, high)
             if unique:
                 os.chown(os.path.join(scratch, "log.txt"), uid, uid)
             home = os.path.join(scratch, "home")
@@ -167,11 +190,15 @@ class Runner:
                 uid, msg["memory_mb"], int(msg["timeout"]) + 5, msg["max_procs"],
                 limit_address_space=job["device"] == "cpu",
             )
-            from . import child
+            from . import child, shared
             from .wire import write_fd as emit_to
 
             job["unique_uid"] = unique
-            child.run(job, lambda frame: emit_to(write_fd, frame))
+            if side is None:
+                child.run(job, lambda frame: emit_to(write_fd, frame))
+            else:
+                side.setblocking(True)
+                child.run(job, lambda frame: emit_to(write_fd, shared.export(frame, side)))
         except BaseException as exc:  # the judge sees a missing "done" and this
             try:
                 from .wire import write_fd as emit_to
@@ -257,11 +284,12 @@ def main(argv: list[str] | None = None) -> None:
         # Asked here, once: children inherit the answers and never start the compiler to learn them.
         "native": native.key_spec(), "cpu_model": timing.cpu_model(), "cpus": timing.granted_cpus(),
     })
-    from .wire import read
+    from . import shared
+    from .wire import MAX_FRAME_BYTES, read
 
     while True:
         try:
-            msg = read(stdin)
+            msg = shared.resolve(read(stdin), runner.inbox, MAX_FRAME_BYTES)
         except Exception:
             return
         op = msg.get("op")

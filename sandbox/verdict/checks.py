@@ -308,7 +308,7 @@ def ablation_check(ref: dict[int, dict[str, Any]], frame: dict[str, Any] | None,
         return Check("kernel_does_work", PASS, f"forward fails without its kernels: {frame['error'][:200]}")
     r = ref[frame["index"]]
     fmt, _, values = compare.output_problems(r["structure"], r["outputs"], frame.get("structure", ""),
-                                             frame.get("outputs", []), frame.get("kinds", []), tol)
+                                             frame.get("outputs", []), frame.get("kinds", []), tol, first=True)
     skipped = frame.get("skipped", 0)
     if fmt or values:
         return Check("kernel_does_work", PASS, f"the output changes when its {skipped} kernel launch(es) are skipped")

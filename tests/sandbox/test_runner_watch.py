@@ -28,7 +28,7 @@ class SlowJudge:
     def __init__(self) -> None:
         self.frames: list[bytes] = []
 
-    def send_locked(self, obj: dict | None, raw: bytes | None = None) -> None:
+    def send_locked(self, obj: dict | None, raw: bytes | None = None, fds: list | None = None) -> None:
         if raw is None:
             return
         if len(raw) > 1 << 20:

@@ -1,0 +1,216 @@
+"""Large tensors beside the frames, in sealed memory files, instead of inside them.
+
+A frame holding GBs of tensors (KernelBench sizes under --fit-memory) cost more
+than the work it judged: serialised, pushed through two pipes, copied by the
+runner, spilled to disk by the judge. Where the sandbox allows it (a side
+channel: a unix socket next to the frames' stream, which carries descriptors),
+the sender writes each large tensor once into a memfd, seals it against any
+further write, resize or unsealing, and sends the descriptor on the side
+channel ahead of the frame; the frame holds a placeholder naming it. The reader
+maps the file privately (copy-on-write), so its tensors cost no copy, and
+checks what it was given: a sealed memory file (so no process, the sender
+included, can change a byte after the check), of exactly the placeholder's size.
+
+Tokens are the sender's: a sender naming another of its own files only swaps
+data it could have written into the frame anyway.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import mmap
+import os
+import secrets
+import select
+import socket
+import stat
+from typing import Any
+
+import torch
+
+from .wire import WireError
+
+# Tensors of at least this many bytes travel beside the frame.
+SHARE_MIN_BYTES = 1 << 20
+KEY = "__kforge_shared__"
+TOKEN_BYTES = 16
+SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+# Descriptors received but not yet named by a frame: past this many the peer is misbehaving.
+MAX_PENDING = 4096
+# At most this many tensors of one frame travel beside it (the rest inside it): a side
+# channel's buffer holds a few hundred records, and its reader may be waiting on the frame.
+MAX_PER_FRAME = 128
+DTYPES = {str(d).removeprefix("torch."): d for d in (
+    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+    torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
+
+
+def channel() -> tuple[socket.socket, socket.socket]:
+    """A side channel: both ends carry descriptors."""
+    return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+
+
+def _shareable(t: torch.Tensor) -> bool:
+    return (t.layout == torch.strided and t.device.type == "cpu" and not t.is_quantized
+            and str(t.dtype).removeprefix("torch.") in DTYPES and t.is_contiguous()
+            and t.numel() * t.element_size() >= SHARE_MIN_BYTES)
+
+
+def _memfd(t: torch.Tensor) -> int:
+    fd = os.memfd_create("kforge-tensor", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        data = memoryview(t.detach().reshape(-1).view(torch.uint8).numpy())
+        while data:
+            data = data[os.write(fd, data[: 1 << 30]):]
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def send(side: socket.socket, token: str, fd: int) -> None:
+    """One record: a token and its descriptor (waits while the channel is full)."""
+    while True:
+        try:
+            socket.send_fds(side, [token.encode()], [fd])
+            return
+        except (BlockingIOError, InterruptedError):
+            select.select([], [side], [], 1.0)
+
+
+def export(obj: Any, side: socket.socket) -> Any:
+    """``obj`` with its large tensors (up to MAX_PER_FRAME) replaced by
+    placeholders, their sealed files sent on ``side`` first."""
+    return _export(obj, side, [MAX_PER_FRAME])
+
+
+def _export(obj: Any, side: socket.socket, left: list[int]) -> Any:
+    if isinstance(obj, torch.Tensor) and left[0] > 0 and _shareable(obj):
+        left[0] -= 1
+        token = secrets.token_hex(TOKEN_BYTES // 2)
+        fd = _memfd(obj)
+        try:
+            send(side, token, fd)
+        finally:
+            os.close(fd)
+        return {KEY: token, "dtype": str(obj.dtype).removeprefix("torch."), "shape": list(obj.shape)}
+    if isinstance(obj, dict):
+        return {k: _export(v, side, left) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        items = [_export(v, side, left) for v in obj]
+        return items if isinstance(obj, list) else tuple(items)
+    return obj
+
+
+class Inbox:
+    """Descriptors received on a side channel, by token, until a frame names them."""
+
+    def __init__(self, side: socket.socket) -> None:
+        self.side = side
+        self.fds: dict[str, int] = {}
+        self.closed = False  # the peer closed its end: nothing more to wait for on it
+        side.setblocking(False)
+
+    def fileno(self) -> int:
+        return self.side.fileno()
+
+    def drain(self) -> None:
+        """Takes every record waiting on the channel (never blocks)."""
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(self.side, TOKEN_BYTES, 4)
+            except (BlockingIOError, InterruptedError):
+                return
+            if not data and not fds:
+                self.closed = True  # the peer closed its end
+                return
+            if len(data) != TOKEN_BYTES or len(fds) != 1:
+                for fd in fds:
+                    os.close(fd)
+                raise WireError("malformed record on the side channel")
+            token = data.decode("ascii", "replace")
+            old = self.fds.pop(token, None)
+            if old is not None:
+                os.close(old)
+            self.fds[token] = fds[0]
+            if len(self.fds) > MAX_PENDING:
+                raise WireError("too many descriptors on the side channel")
+
+    def take(self, tokens: list[str]) -> list[int]:
+        """The descriptors of these tokens, each once, removed from the inbox."""
+        self.drain()
+        missing = [t for t in tokens if t not in self.fds]
+        if missing:
+            raise WireError(f"a frame names {len(missing)} shared tensor(s) never sent")
+        return [self.fds.pop(t) for t in tokens]
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+def tokens(obj: Any) -> list[str]:
+    if isinstance(obj, dict):
+        if KEY in obj:
+            return [obj[KEY]] if isinstance(obj[KEY], str) else []
+        return [t for v in obj.values() for t in tokens(v)]
+    if isinstance(obj, (list, tuple)):
+        return [t for v in obj for t in tokens(v)]
+    return []
+
+
+def resolve(obj: Any, inbox: Inbox | None, max_bytes: int) -> Any:
+    """``obj`` with its placeholders replaced by the tensors they name, each
+    checked (see the module's docstring); at most ``max_bytes`` in all."""
+    names = tokens(obj)
+    if not names:
+        return obj
+    if inbox is None:
+        raise WireError("a frame names shared tensors on a channel without a side channel")
+    if len(set(names)) != len(names):
+        raise WireError("a frame names one shared tensor twice")
+    fds = dict(zip(names, inbox.take(names)))
+    budget = [max_bytes]
+    try:
+        return _resolve(obj, fds, budget)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
+def _resolve(obj: Any, fds: dict[str, int], budget: list[int]) -> Any:
+    if isinstance(obj, dict):
+        if KEY in obj:
+            return _mapped(obj, fds, budget)
+        return {k: _resolve(v, fds, budget) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        items = [_resolve(v, fds, budget) for v in obj]
+        return items if isinstance(obj, list) else tuple(items)
+    return obj
+
+
+def _mapped(spec: dict[str, Any], fds: dict[str, int], budget: list[int]) -> torch.Tensor:
+    dtype, shape = DTYPES.get(spec.get("dtype")), spec.get("shape")  # type: ignore[arg-type]
+    if set(spec) != {KEY, "dtype", "shape"} or dtype is None or not isinstance(shape, list) \
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+        raise WireError("malformed shared tensor placeholder")
+    nbytes = math.prod(shape) * dtype.itemsize
+    budget[0] -= nbytes
+    if budget[0] < 0:
+        raise WireError("shared tensors exceed the frame limit")
+    fd = fds[spec[KEY]]
+    st = os.fstat(fd)
+    try:
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    except OSError:
+        seals = 0  # not a memory file
+    if not stat.S_ISREG(st.st_mode) or seals & SEALS != SEALS:
+        raise WireError("a shared tensor is not in a sealed memory file")
+    if st.st_size != nbytes or nbytes == 0:
+        raise WireError(f"a shared tensor's file holds {st.st_size} bytes, its placeholder says {nbytes}")
+    # Private and writable: a reader may write to its tensor (copy on write); the file cannot change.
+    mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    return torch.frombuffer(mm, dtype=dtype).view(shape)

@@ -1,0 +1,126 @@
+"""Large tensors beside the frames (sandbox/runner/shared.py): sealed memory files
+on a side channel. What a reader accepts is a file nobody can change any more, of
+exactly the size its placeholder names; anything else is a protocol error."""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from sandbox.runner import shared, wire
+
+BIG = (512, 1024)  # 2 MB of float32: above SHARE_MIN_BYTES
+
+
+def _pair() -> tuple[socket.socket, shared.Inbox]:
+    send, recv = shared.channel()
+    return send, shared.Inbox(recv)
+
+
+def test_large_tensors_travel_beside_the_frame_and_read_back_equal() -> None:
+    send, inbox = _pair()
+    big, small = torch.randn(*BIG), torch.arange(5)
+    frame = {"kind": "trial", "outputs": [big, small], "pair": (big.double(), 3), "note": "x"}
+    placed = shared.export(frame, send)
+    assert isinstance(placed["outputs"][0], dict) and placed["outputs"][1] is small  # small stays inline
+    assert wire.tensor_bytes(placed) == small.numel() * small.element_size()
+    got = shared.resolve(wire.decode(wire.encode(placed)[wire.HEADER.size:]), inbox, wire.MAX_FRAME_BYTES)
+    assert torch.equal(got["outputs"][0], big) and torch.equal(got["pair"][0], big.double())
+    assert isinstance(got["pair"], tuple) and got["pair"][1] == 3 and got["note"] == "x"
+    got["outputs"][0].add_(1)  # the reader's copy is its own (copy on write)
+    assert not inbox.fds
+
+
+def test_a_shared_file_can_no_longer_be_written_by_anyone() -> None:
+    fd = shared._memfd(torch.randn(*BIG))
+    try:
+        assert fcntl.fcntl(fd, fcntl.F_GET_SEALS) & shared.SEALS == shared.SEALS
+        with pytest.raises(PermissionError):
+            os.pwrite(fd, b"x", 0)
+        with pytest.raises(PermissionError):
+            os.ftruncate(fd, 0)
+        with pytest.raises(PermissionError):  # nor mapped to be written later
+            mmap.mmap(fd, 4096, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        with pytest.raises(PermissionError):  # nor unsealed
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, 0x0010)  # F_SEAL_FUTURE_WRITE
+    finally:
+        os.close(fd)
+
+
+def _placeholder(token: str, shape: list[int]) -> dict:
+    return {shared.KEY: token, "dtype": "float32", "shape": shape}
+
+
+def _send_file(send: socket.socket, token: str, fd: int) -> None:
+    shared.send(send, token, fd)
+    os.close(fd)
+
+
+def test_an_unsealed_memory_file_is_refused() -> None:
+    send, inbox = _pair()
+    fd = os.memfd_create("x", os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, 4 * 16)
+    _send_file(send, "a" * 16, fd)
+    with pytest.raises(wire.WireError, match="sealed"):
+        shared.resolve({"t": _placeholder("a" * 16, [16])}, inbox, wire.MAX_FRAME_BYTES)
+
+
+def test_a_regular_file_is_refused(tmp_path) -> None:
+    send, inbox = _pair()
+    path = tmp_path / "f"
+    path.write_bytes(bytes(64))
+    _send_file(send, "b" * 16, os.open(path, os.O_RDONLY))
+    with pytest.raises(wire.WireError, match="sealed"):
+        shared.resolve({"t": _placeholder("b" * 16, [16])}, inbox, wire.MAX_FRAME_BYTES)
+
+
+def test_a_size_other_than_the_placeholders_is_refused() -> None:
+    send, inbox = _pair()
+    _send_file(send, "c" * 16, shared._memfd(torch.zeros(*BIG)))
+    with pytest.raises(wire.WireError, match="bytes"):
+        shared.resolve({"t": _placeholder("c" * 16, [BIG[0] * BIG[1] * 2])}, inbox, wire.MAX_FRAME_BYTES)
+
+
+def test_unsent_repeated_or_oversized_tensors_are_refused() -> None:
+    send, inbox = _pair()
+    with pytest.raises(wire.WireError, match="never sent"):
+        shared.resolve([_placeholder("d" * 16, [4])], inbox, wire.MAX_FRAME_BYTES)
+    _send_file(send, "e" * 16, shared._memfd(torch.zeros(*BIG)))
+    with pytest.raises(wire.WireError, match="twice"):
+        shared.resolve([_placeholder("e" * 16, list(BIG))] * 2, inbox, wire.MAX_FRAME_BYTES)
+    with pytest.raises(wire.WireError, match="limit"):
+        shared.resolve([_placeholder("e" * 16, list(BIG))], inbox, 1024)
+    _send_file(send, "f" * 16, shared._memfd(torch.zeros(*BIG)))
+    with pytest.raises(wire.WireError, match="malformed"):
+        shared.resolve([{shared.KEY: "f" * 16, "dtype": "object", "shape": [1]}], inbox, wire.MAX_FRAME_BYTES)
+
+
+def test_records_without_a_descriptor_are_a_protocol_error() -> None:
+    send, inbox = _pair()
+    send.sendall(b"g" * shared.TOKEN_BYTES)
+    with pytest.raises(wire.WireError, match="malformed record"):
+        inbox.drain()
+
+
+def test_another_process_sends_and_the_reader_maps_without_a_copy() -> None:
+    """Across a fork-exec, as between a job's child, the runner and the judge."""
+    send, inbox = _pair()
+    code = textwrap.dedent(f"""
+        import socket, sys, torch
+        from sandbox.runner import shared, wire
+        side = socket.socket(fileno={send.fileno()})
+        frame = shared.export({{"out": torch.full({BIG}, 2.5)}}, side)
+        wire.write_fd(1, frame)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], pass_fds=(send.fileno(),), capture_output=True,
+                         check=True, timeout=120).stdout
+    got = shared.resolve(wire.decode(out[wire.HEADER.size:]), inbox, wire.MAX_FRAME_BYTES)
+    assert torch.equal(got["out"], torch.full(BIG, 2.5))
