@@ -25,6 +25,7 @@ import secrets
 import select
 import socket
 import stat
+import weakref
 from typing import Any
 
 import torch
@@ -86,15 +87,45 @@ def export(obj: Any, side: socket.socket) -> Any:
     return _export(obj, side, [MAX_PER_FRAME])
 
 
+# Tensors this process mapped from a file it received, by address: (a descriptor of the
+# file, its size). Passed on unchanged (the judge sends the reference's trial inputs on to
+# the candidate's job), such a tensor is sent as that same file: no copy, no second GB.
+_ORIGIN: dict[int, tuple[int, int]] = {}
+MAX_ORIGINS = 1024
+
+
+def _forget(address: int, fd: int) -> None:
+    if _ORIGIN.get(address, (None,))[0] == fd:
+        del _ORIGIN[address]
+    os.close(fd)
+
+
+def _same_file(t: torch.Tensor) -> int | None:
+    """A descriptor of the sealed file ``t`` was mapped from, if ``t`` still holds its bytes."""
+    fd, nbytes = _ORIGIN.get(t.data_ptr(), (None, 0))
+    if fd is None or nbytes != t.numel() * t.element_size():
+        return None
+    view = mmap.mmap(fd, nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    try:
+        original = torch.frombuffer(view, dtype=torch.uint8)
+        same = torch.equal(t.detach().reshape(-1).view(torch.uint8), original)
+        del original
+    finally:
+        view.close()
+    return fd if same else None
+
+
 def _export(obj: Any, side: socket.socket, left: list[int]) -> Any:
     if isinstance(obj, torch.Tensor) and left[0] > 0 and _shareable(obj):
         left[0] -= 1
         token = secrets.token_hex(TOKEN_BYTES // 2)
-        fd = _memfd(obj)
+        kept = _same_file(obj)
+        fd = kept if kept is not None else _memfd(obj)
         try:
             send(side, token, fd)
         finally:
-            os.close(fd)
+            if kept is None:
+                os.close(fd)
         return {KEY: token, "dtype": str(obj.dtype).removeprefix("torch."), "shape": list(obj.shape)}
     if isinstance(obj, dict):
         return {k: _export(v, side, left) for k, v in obj.items()}
@@ -213,4 +244,9 @@ def _mapped(spec: dict[str, Any], fds: dict[str, int], budget: list[int]) -> tor
         raise WireError(f"a shared tensor's file holds {st.st_size} bytes, its placeholder says {nbytes}")
     # Private and writable: a reader may write to its tensor (copy on write); the file cannot change.
     mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-    return torch.frombuffer(mm, dtype=dtype).view(shape)
+    tensor = torch.frombuffer(mm, dtype=dtype).view(shape)
+    if len(_ORIGIN) < MAX_ORIGINS:
+        kept = os.dup(fd)
+        _ORIGIN[tensor.data_ptr()] = (kept, nbytes)
+        weakref.finalize(mm, _forget, tensor.data_ptr(), kept)
+    return tensor

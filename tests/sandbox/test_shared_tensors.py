@@ -124,3 +124,24 @@ def test_another_process_sends_and_the_reader_maps_without_a_copy() -> None:
                          check=True, timeout=120).stdout
     got = shared.resolve(wire.decode(out[wire.HEADER.size:]), inbox, wire.MAX_FRAME_BYTES)
     assert torch.equal(got["out"], torch.full(BIG, 2.5))
+
+
+def test_a_received_tensor_passed_on_unchanged_is_sent_as_its_own_file() -> None:
+    """The judge passes the reference's trial inputs on to the candidate's job: the same
+    sealed file goes, unless the judge's copy was written to (copy on write) since."""
+    send, inbox = _pair()
+    got = shared.resolve(shared.export({"x": torch.randn(*BIG)}, send), inbox, wire.MAX_FRAME_BYTES)["x"]
+    origin = os.fstat(shared._ORIGIN[got.data_ptr()][0]).st_ino
+
+    def sent_inodes(values: list[torch.Tensor]) -> list[int]:
+        placed = shared.export(values, send)
+        inbox.drain()
+        inodes = [os.fstat(inbox.fds[p[shared.KEY]]).st_ino for p in placed]
+        assert all(torch.equal(a, b) for a, b in zip(shared.resolve(placed, inbox, wire.MAX_FRAME_BYTES), values))
+        return inodes
+
+    same, copy = sent_inodes([got, got.clone()])
+    assert same == origin and copy != origin
+    got.add_(1)  # the reader's own pages now: its file no longer holds these values
+    (changed,) = sent_inodes([got])
+    assert changed != origin
