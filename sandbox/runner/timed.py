@@ -125,13 +125,15 @@ class Party:
     (``STORE``) and, with ``watch``, the checks of every timed call."""
 
     def __init__(self, model: Any, sets: list[list[Any]], label: str, warm_inputs: list[Any],
-                 sync: Callable[[], None], watch: Watch | None = None, seeds: list[int] | None = None) -> None:
+                 sync: Callable[[], None], watch: Watch | None = None, seeds: list[int] | None = None,
+                 buffers: list[Any] | None = None) -> None:
         self.model, self.sets, self.label, self.warm_inputs = model, sets, label, warm_inputs
         self.sync, self.watch = sync, watch
         # Set i's forward seed, set with its inputs (untimed): a random op in forward (dropout in
         # training mode) draws what the reference drew on that set.
         self.seeds = seeds
-        self.buffers = [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
+        # ``buffers``: another party's (the tuning pass's parties share one set of buffers)
+        self.buffers = buffers if buffers is not None else [_clone(v) if isinstance(v, _Tensor) else v for v in sets[0]]
         self.last: list[Any] = [None]
         self.store: list[list[Any]] = []
         self.emit: Emit | None = None  # set by ``loop``: the warm-up's phases

@@ -114,9 +114,12 @@ def run_tune(job: dict[str, Any], emit: Emit) -> None:
             frame["status"] = "right"
             parties.append((str(index), candidate))
         emit(frame)
-    timed_parties = [timed.Party(m, sets, label, sets[0], lambda: None) for label, m in parties]
-    for p in timed_parties[1:]:  # one set of input buffers: each call loads its set into them first
-        p.buffers = timed_parties[0].buffers
+    # One set of input buffers for every party (each call loads its set into them first): a
+    # copy per party had held 25 copies of a 470 MB input at once (KernelBench's ReLU under
+    # --fit-memory 1), past the job's memory limit.
+    first = timed.Party(parties[0][1], sets, parties[0][0], sets[0], lambda: None)
+    timed_parties = [first] + [timed.Party(m, sets, label, sets[0], lambda: None, buffers=first.buffers)
+                               for label, m in parties[1:]]
     loops = [timing.Loop(len(sets), timed.load_set(p.load, p.sets), p.check, p.warm) for p in timed_parties]
     flush = timing.CacheFlush()
     with torch.no_grad():

@@ -83,3 +83,14 @@ def test_variants_share_the_reference_weights_within_the_job_memory():
     with Judge(warm=True) as judge:
         result = judge.tune(BIG_REFERENCE, variants, PROBLEM.name, EvalOptions(device="cpu", memory_mb=768))
     assert [v.status for v in result.variants] == ["timed"] * 8, [(v.status, v.detail) for v in result.variants]
+
+
+def test_variants_share_one_set_of_input_buffers_within_the_job_memory():
+    # a 32 MB input: thirteen parties each with buffers of their own would hold 416 MB on top of
+    # the input sets, past the job's 768 MB (KernelBench's ReLU under --fit-memory 1: 25 x 470 MB)
+    reference = PROBLEM.read_text().replace("batch_size = 19\ndim = 1531\n", "batch_size = 2048\ndim = 4096\n")
+    assert reference != PROBLEM.read_text()
+    variants = [GOOD_C + f"\n# variant {i}\n" for i in range(12)]
+    with Judge(warm=True) as judge:
+        result = judge.tune(reference, variants, PROBLEM.name, EvalOptions(device="cpu", memory_mb=768))
+    assert [v.status for v in result.variants] == ["timed"] * 12, [(v.status, v.detail) for v in result.variants]

@@ -1,0 +1,92 @@
+"""The judge's cost on one large call (issue 28): a ReLU over 1024 x 114688 fp32, KernelBench
+level1/19_ReLU as `--fit-memory 1` sizes it (0.47 GB in, 0.47 GB out), judged with an
+honest native kernel through `kforge eval` (process sandbox, backend cpu, no daemon).
+
+    .venv/bin/python benchmarks/judge_large.py [--runs 2] [--rows 1024] [--cols 114688]
+
+Prints per run the wall time, the verdict and the judge's cost by phase (`cost`), then the
+median wall time. Needs ~20 GB of free memory at the default sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+REFERENCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+batch_size = {rows}
+dim = {cols}
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+CANDIDATE = '''import torch
+import torch.nn as nn
+from kforge_native import load_c
+
+SRC = r"""
+#include <stdint.h>
+void relu(const float* x, float* y, int64_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+"""
+lib = load_c(SRC, ["void relu(const float* x, float* y, int64_t n)"], name="relu")
+
+
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        return y
+'''
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--rows", type=int, default=1024)
+    parser.add_argument("--cols", type=int, default=114688)
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="kforge-judge-large-"))
+    ref, cand = folder / "relu_large.py", folder / "relu_large_native.py"
+    ref.write_text(REFERENCE.format(rows=args.rows, cols=args.cols))
+    cand.write_text(CANDIDATE)
+    walls = []
+    for run in range(args.runs):
+        t0 = time.monotonic()
+        out = subprocess.run([str(ROOT / ".venv/bin/kforge"), "eval", "-r", str(ref), "-c", str(cand),
+                              "--backend", "cpu", "--json", "--no-daemon", "--timeout", "600",
+                              "--memory-mb", "12000"], capture_output=True, text=True, cwd=ROOT)
+        walls.append(time.monotonic() - t0)
+        report = json.loads(out.stdout) if out.stdout.strip() else {"verdict": "none", "reasons": [out.stderr[-500:]]}
+        print(json.dumps({"run": run, "wall_s": round(walls[-1], 1), "verdict": report.get("verdict"),
+                          "reasons": report.get("reasons"), "speedup": report.get("speedup"),
+                          "cost": report.get("cost")}))
+    print(json.dumps({"median_wall_s": round(statistics.median(walls), 1), "runs": args.runs}))
+
+
+if __name__ == "__main__":
+    main()
