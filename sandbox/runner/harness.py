@@ -59,6 +59,14 @@ def to_cpu(values: list[Any]) -> list[Any]:
     return [_clone(_to(_detach(v), "cpu")) if isinstance(v, _Tensor) else v for v in values]
 
 
+def as_sent(values: list[Any]) -> list[Any]:
+    """Tensors as a frame carries them: on the CPU the tensors themselves, no copy (a frame
+    is written when emitted: its bytes, or its shared files, are taken then; an input the
+    call left as the judge sent it goes back as the judge's own file, runner/shared.py)."""
+    return [_to(_detach(v), "cpu") if isinstance(v, _Tensor) and v.device.type != "cpu" else
+            _detach(v) if isinstance(v, _Tensor) else v for v in values]
+
+
 def flatten_output(out: Any) -> tuple[str, list[Any]]:
     """('tensor', [t]) or ('tuple[n]', [...]); non-tensors are kept as type names."""
     if isinstance(out, (tuple, list)):
@@ -332,7 +340,9 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             frame.update(unloaded=list(getattr(model, "_kforge_unloaded", [])))
             frame.update(structure=structure, outputs=outputs, kinds=kinds, spans=stored_elements(out), ops=recorder.ops,
                          provenance=recorder.summary(out),
-                         launches=launches.count - launched, inputs_after=to_cpu(inputs),
+                         launches=launches.count - launched,
+                         # as they are now: trial 0's rerun below calls on the same inputs again
+                         inputs_after=to_cpu(inputs) if index == 0 else as_sent(inputs),
                          stray=guards.threads.stray_work(threads_before, uid if job.get("unique_uid") else -1),
                          tamper=guard.changed() + list(dict.fromkeys(evasion.events)))
             # Native threads that appear on a later call and are still working after it are

@@ -90,8 +90,28 @@ def export(obj: Any, side: socket.socket) -> Any:
 # Tensors this process mapped from a file it received, by address: (a descriptor of the
 # file, its size). Passed on unchanged (the judge sends the reference's trial inputs on to
 # the candidate's job), such a tensor is sent as that same file: no copy, no second GB.
-_ORIGIN: dict[int, tuple[int, int]] = {}
+_ORIGIN: dict[int, tuple[int, int, Any]] = {}  # address -> (fd, size, its finalizer)
 MAX_ORIGINS = 1024
+
+
+def origin_fds(obj: Any) -> list[int]:
+    """The descriptors of the files the tensors in ``obj`` were received in."""
+    if isinstance(obj, torch.Tensor):
+        found = _ORIGIN.get(obj.data_ptr())
+        return [found[0]] if found is not None else []
+    if isinstance(obj, dict):
+        return [fd for v in obj.values() for fd in origin_fds(v)]
+    if isinstance(obj, (list, tuple)):
+        return [fd for v in obj for fd in origin_fds(v)]
+    return []
+
+
+def keep_only(fds: list[int]) -> None:
+    """Forgets every other file (a forked child keeps only its own job's descriptors)."""
+    for address, (fd, _, finalizer) in list(_ORIGIN.items()):
+        if fd not in fds:
+            finalizer.detach()
+            del _ORIGIN[address]
 
 
 def _forget(address: int, fd: int) -> None:
@@ -102,7 +122,7 @@ def _forget(address: int, fd: int) -> None:
 
 def _same_file(t: torch.Tensor) -> int | None:
     """A descriptor of the sealed file ``t`` was mapped from, if ``t`` still holds its bytes."""
-    fd, nbytes = _ORIGIN.get(t.data_ptr(), (None, 0))
+    fd, nbytes, _ = _ORIGIN.get(t.data_ptr(), (None, 0, None))
     if fd is None or nbytes != t.numel() * t.element_size():
         return None
     view = mmap.mmap(fd, nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
@@ -247,6 +267,5 @@ def _mapped(spec: dict[str, Any], fds: dict[str, int], budget: list[int]) -> tor
     tensor = torch.frombuffer(mm, dtype=dtype).view(shape)
     if len(_ORIGIN) < MAX_ORIGINS:
         kept = os.dup(fd)
-        _ORIGIN[tensor.data_ptr()] = (kept, nbytes)
-        weakref.finalize(mm, _forget, tensor.data_ptr(), kept)
+        _ORIGIN[tensor.data_ptr()] = (kept, nbytes, weakref.finalize(mm, _forget, tensor.data_ptr(), kept))
     return tensor

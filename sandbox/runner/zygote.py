@@ -165,12 +165,18 @@ class Runner:
                 pass
             os.setsid()
             os.close(read_fd)
+            from . import shared
+
             log = os.open(os.path.join(scratch, "log.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.dup2(log, 1)
             os.dup2(log, 2)
-            kept = sorted({write_fd, side.fileno() if side is not None else write_fd})
+            # the files of this job's shared tensors (runner/shared.py; no other job's): an input
+            # the call leaves unchanged goes back to the judge as that same file
+            own = shared.origin_fds(job) if side is not None else []
+            shared.keep_only(own)
+            kept = sorted({write_fd, *([side.fileno(), *own] if side is not None else [])})
             for low, high in zip([3, *(k + 1 for k in kept)], [*kept, 1024]):
                 os.closerange(low, high)
             if unique:
@@ -190,7 +196,7 @@ class Runner:
                 uid, msg["memory_mb"], int(msg["timeout"]) + 5, msg["max_procs"],
                 limit_address_space=job["device"] == "cpu",
             )
-            from . import child, shared
+            from . import child
             from .wire import write_fd as emit_to
 
             job["unique_uid"] = unique

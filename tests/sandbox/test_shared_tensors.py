@@ -145,3 +145,64 @@ def test_a_received_tensor_passed_on_unchanged_is_sent_as_its_own_file() -> None
     got.add_(1)  # the reader's own pages now: its file no longer holds these values
     (changed,) = sent_inodes([got])
     assert changed != origin
+
+
+LARGE_RELU = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+rows = 1024
+cols = 1024
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+NATIVE_RELU = '''import torch
+import torch.nn as nn
+from kforge_native import load_c
+
+SRC = r"""
+#include <stdint.h>
+void relu(const float* x, float* y, int64_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+"""
+lib = load_c(SRC, ["void relu(const float* x, float* y, int64_t n)"], name="relu")
+
+
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = OUT
+        lib.relu(x, y, x.numel())
+        return y
+'''
+
+
+@pytest.mark.parametrize("out, verdict", [("torch.empty_like(x)", "pass"), ("x", "fail")],
+                         ids=["out_of_place", "into_its_input"])
+def test_inputs_and_outputs_of_megabytes_travel_beside_the_frames_and_are_checked(out: str, verdict: str) -> None:
+    """4 MB a tensor, through the process sandbox: every tensor a frame carries is a shared
+    file, and a kernel that writes its input is still caught (the input comes back as a
+    file of its own, not the one the judge sent)."""
+    from sandbox import EvalOptions, Judge
+
+    assert 1024 * 1024 * 4 >= shared.SHARE_MIN_BYTES  # the input and output go as shared files
+    with Judge(warm=False) as judge:
+        result = judge.evaluate(LARGE_RELU, NATIVE_RELU.replace("OUT", out), "relu_large.py", "cand.py",
+                                EvalOptions(device="cpu"))
+    checks = result.to_json()["checks"]
+    assert result.verdict == verdict, result.reasons
+    assert checks["inputs_unchanged"] == verdict, checks
