@@ -59,12 +59,20 @@ def to_cpu(values: list[Any]) -> list[Any]:
     return [_clone(_to(_detach(v), "cpu")) if isinstance(v, _Tensor) else v for v in values]
 
 
-def as_sent(values: list[Any]) -> list[Any]:
-    """Tensors as a frame carries them: on the CPU the tensors themselves, no copy (a frame
-    is written when emitted: its bytes, or its shared files, are taken then; an input the
-    call left as the judge sent it goes back as the judge's own file, runner/shared.py)."""
-    return [_to(_detach(v), "cpu") if isinstance(v, _Tensor) and v.device.type != "cpu" else
-            _detach(v) if isinstance(v, _Tensor) else v for v in values]
+# Set by the runner where large tensors travel beside the frames (runner/shared.py): sends
+# values now and gives what a frame carries in their place.
+send_now: Callable[[list[Any]], list[Any]] | None = None
+
+
+def taken(values: list[Any]) -> list[Any]:
+    """The values as they are at this moment, for a frame sent later (calls, checks and
+    sleeps come between). Beside the frames the tensors are sent now, with no copy in this
+    process: an input a call left as the judge sent it goes back as the judge's own file
+    (compared byte for byte). Otherwise, copies."""
+    if send_now is not None and all(not isinstance(v, _Tensor) or v.device.type == "cpu" for v in values):
+        sent = send_now([_detach(v) if isinstance(v, _Tensor) else v for v in values])
+        return [to_cpu([v])[0] if isinstance(v, _Tensor) else v for v in sent]  # what stayed: copies
+    return to_cpu(values)
 
 
 def flatten_output(out: Any) -> tuple[str, list[Any]]:
@@ -341,8 +349,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             frame.update(structure=structure, outputs=outputs, kinds=kinds, spans=stored_elements(out), ops=recorder.ops,
                          provenance=recorder.summary(out),
                          launches=launches.count - launched,
-                         # as they are now: trial 0's rerun below calls on the same inputs again
-                         inputs_after=to_cpu(inputs) if index == 0 else as_sent(inputs),
+                         inputs_after=taken(inputs),
                          stray=guards.threads.stray_work(threads_before, uid if job.get("unique_uid") else -1),
                          tamper=guard.changed() + list(dict.fromkeys(evasion.events)))
             # Native threads that appear on a later call and are still working after it are

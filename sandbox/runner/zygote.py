@@ -203,7 +203,10 @@ class Runner:
             if side is None:
                 child.run(job, lambda frame: emit_to(write_fd, frame))
             else:
+                from . import harness
+
                 side.setblocking(True)
+                harness.send_now = lambda values: shared.export(values, side)
                 child.run(job, lambda frame: emit_to(write_fd, shared.export(frame, side)))
         except BaseException as exc:  # the judge sees a missing "done" and this
             try:
