@@ -14,54 +14,15 @@ import argparse
 import json
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-REFERENCE = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x)
-
-
-batch_size = {rows}
-dim = {cols}
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return []
-'''
-
-CANDIDATE = '''import torch
-import torch.nn as nn
-from kforge_native import load_c
-
-SRC = r"""
-#include <stdint.h>
-void relu(const float* x, float* y, int64_t n) {
-    #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-"""
-lib = load_c(SRC, ["void relu(const float* x, float* y, int64_t n)"], name="relu")
-
-
-class ModelNew(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        lib.relu(x, y, x.numel())
-        return y
-'''
+from tests.sandbox.test_shared_tensors import native_relu, relu_problem  # noqa: E402
 
 
 def main() -> None:
@@ -72,8 +33,8 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="kforge-judge-large-"))
     ref, cand = folder / "relu_large.py", folder / "relu_large_native.py"
-    ref.write_text(REFERENCE.format(rows=args.rows, cols=args.cols))
-    cand.write_text(CANDIDATE)
+    ref.write_text(relu_problem(args.rows, args.cols))
+    cand.write_text(native_relu())
     walls = []
     for run in range(args.runs):
         t0 = time.monotonic()

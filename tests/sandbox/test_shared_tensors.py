@@ -156,8 +156,8 @@ class Model(nn.Module):
         return torch.relu(x)
 
 
-rows = 1024
-cols = 1024
+rows = ROWS
+cols = COLS
 
 
 def get_inputs():
@@ -191,6 +191,16 @@ class ModelNew(nn.Module):
 '''
 
 
+def relu_problem(rows: int, cols: int) -> str:
+    """A ReLU problem over rows x cols (also benchmarks/judge_large.py's)."""
+    return LARGE_RELU.replace("ROWS", str(rows)).replace("COLS", str(cols))
+
+
+def native_relu(out: str = "torch.empty_like(x)") -> str:
+    """An honest native ReLU kernel; ``out``: where it writes."""
+    return NATIVE_RELU.replace("OUT", out)
+
+
 @pytest.mark.parametrize("out, verdict", [("torch.empty_like(x)", "pass"), ("x", "fail")],
                          ids=["out_of_place", "into_its_input"])
 def test_inputs_and_outputs_of_megabytes_travel_beside_the_frames_and_are_checked(out: str, verdict: str) -> None:
@@ -201,7 +211,7 @@ def test_inputs_and_outputs_of_megabytes_travel_beside_the_frames_and_are_checke
 
     assert 1024 * 1024 * 4 >= shared.SHARE_MIN_BYTES  # the input and output go as shared files
     with Judge(warm=False) as judge:
-        result = judge.evaluate(LARGE_RELU, NATIVE_RELU.replace("OUT", out), "relu_large.py", "cand.py",
+        result = judge.evaluate(relu_problem(1024, 1024), native_relu(out), "relu_large.py", "cand.py",
                                 EvalOptions(device="cpu"))
     checks = result.to_json()["checks"]
     assert result.verdict == verdict, result.reasons
