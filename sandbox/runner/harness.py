@@ -102,6 +102,14 @@ def snapshot_outputs(out: Any, into: list[Any] | None = None) -> tuple[str, list
     return structure, copies, kinds
 
 
+def snapshot_taken(out: Any) -> tuple[str, list[Any], list[str]]:
+    """``snapshot_outputs`` taken at once (``taken``): beside the frames, the outputs are
+    sent now, from their own memory (one copy, into the shared file, instead of two)."""
+    structure, items = flatten_output(out)
+    kinds = [f"{type(item).__module__}.{type(item).__qualname__}" for item in items]
+    return structure, taken([item if type(item) is _Tensor else None for item in items]), kinds
+
+
 def stored_elements(out: Any) -> list[int | None]:
     """Per output, the most elements its memory can hold: 1 + the sum over dims of
     (size - 1) x |stride| (0 when empty; None for what is not a tensor). Fewer than
@@ -343,7 +351,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                 if guards.tamper.dispatch_depth() < depth:
                     evasion.events.append("popped the op recorder off the dispatch stack")
             sync(device)
-            structure, outputs, kinds = snapshot_outputs(out)
+            structure, outputs, kinds = snapshot_taken(out)
             native_after = guards.threads.native_threads()
             frame.update(unloaded=list(getattr(model, "_kforge_unloaded", [])))
             frame.update(structure=structure, outputs=outputs, kinds=kinds, spans=stored_elements(out), ops=recorder.ops,
@@ -371,7 +379,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                 with torch.no_grad(), rerun:
                     again = model(*again_inputs)
                 sync(device)
-                frame["rerun_outputs"] = snapshot_outputs(again)[1]
+                frame["rerun_outputs"] = snapshot_taken(again)[1]
                 frame["rerun_provenance"] = rerun.summary(again)
         except Exception as exc:
             frame["error"] = describe(exc, filename)
