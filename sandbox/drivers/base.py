@@ -206,7 +206,6 @@ class RunnerSession:
                 pass
         if self._inbox is not None:
             self._inbox.close()
-            self._inbox.side.close()
         self.alive = False
 
 

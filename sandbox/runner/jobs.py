@@ -144,9 +144,7 @@ class Job:
             stamp = time.monotonic()
             if self.inbox is not None and not self._side():
                 return
-            fds = list(self.inbox.fds.items()) if self.inbox is not None else []
-            if fds:
-                self.inbox.fds.clear()
+            fds = self.inbox.pending() if self.inbox is not None else []
             self.forward.put(stamp, bytes(self.buf[: header.size + size]), fds)
             del self.buf[: header.size + size]
 
@@ -178,7 +176,6 @@ class Job:
         self.forward.close()
         if self.inbox is not None:
             self.inbox.close()
-            self.inbox.side.close()
         self.scope.sessions.discard(self.pid)
         st = self.status
         out = {

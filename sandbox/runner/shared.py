@@ -197,10 +197,17 @@ class Inbox:
             raise WireError(f"a frame names {len(missing)} shared tensor(s) never sent")
         return [self.fds.pop(t) for t in tokens]
 
+    def pending(self) -> list[tuple[str, int]]:
+        """Every descriptor received and not yet named, removed from the inbox (to pass on)."""
+        found, self.fds = list(self.fds.items()), {}
+        return found
+
     def close(self) -> None:
+        """Closes what is left in the inbox, and the channel."""
         for fd in self.fds.values():
             os.close(fd)
         self.fds.clear()
+        self.side.close()
 
 
 def tokens(obj: Any) -> list[str]:
