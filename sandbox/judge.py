@@ -408,7 +408,7 @@ class Judge:
         frames = [f for f in ref.of_kind("trial") if f.get("index") in indexes]
         # a fallback trial runs only where the one before it failed
         if not {f["index"] for f in frames} >= {p["index"] for p in trials if not p.get("fallback")} \
-                or _nbytes(frames) > KEPT_REFERENCE_BYTES:
+                or _nbytes(frames) > kept_reference_bytes():
             return
         self._kept[key] = (trials, frames)
         while len(self._kept) > KEPT_REFERENCES:
@@ -433,9 +433,23 @@ class Judge:
                 driver.stop(session)
 
 
-# Replayed references: how many, and the most memory their trials may hold each.
+# Replayed references: how many, and the least of the most memory their trials may hold
+# each; a machine with more memory free keeps larger ones (``kept_reference_bytes``).
 KEPT_REFERENCES = 2
 KEPT_REFERENCE_BYTES = 1 << 30
+
+
+def kept_reference_bytes() -> int:
+    """The most memory one replayed reference's trials may hold: a third of what the machine
+    has available now, at least KEPT_REFERENCE_BYTES. A problem fitted to a GB a call
+    (KernelBench under ``--fit-memory 1``) holds 3-4 GB of trials: its reference is replayed
+    where memory allows, and run again for every candidate (~17 s each) where it does not."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            available = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return KEPT_REFERENCE_BYTES
+    return max(KEPT_REFERENCE_BYTES, available // 3)
 
 
 def _kept_key(problem: Problem, name: str, device: str, options: EvalOptions) -> str:

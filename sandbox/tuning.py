@@ -30,7 +30,10 @@ from .verdict import tolerances
 # Seconds of timing per tuning pass (all variants and eager together), and input sets.
 TUNE_BUDGET_S = 5.0
 TUNE_SETS = 9
-STATUSES = ("timed", "wrong", "error", "policy", "build")
+# Seconds for the whole pass in its job (checks and timing): past it, the variants not yet
+# checked are left out, the first ones (the engine's preferred) always in (``runner/tune.py``).
+TUNE_PASS_BUDGET_S = 20.0
+STATUSES = ("timed", "wrong", "error", "policy", "build", "skipped")
 
 
 @dataclass
@@ -113,8 +116,8 @@ def tune(run: Callable[[dict[str, Any]], JobOutcome], specs: dict[str, str] | No
         job = {"role": "tune", "source": problem.run_source, "filename": reference_name, "device": "cpu",
                "defaults": problem.literal_dims,
                "threads": threads, "variants": job_variants, "native_prebuilt": prebuilt, "sets": TUNE_SETS,
-               "budget_s": budget_s, "seed": seed, "tolerances": {k: [v["atol"], v["rtol"]] for k, v in
-                                                                 tolerances.describe().items()},
+               "budget_s": budget_s, "pass_budget_s": max(TUNE_PASS_BUDGET_S, 4 * budget_s), "seed": seed,
+               "tolerances": {k: [v["atol"], v["rtol"]] for k, v in tolerances.describe().items()},
                "tolerance": list(tolerance) if tolerance else None}
         try:
             outcome = run(job)
@@ -129,7 +132,7 @@ def _read(outcome: JobOutcome, result: TuneResult) -> None:
     by_index = {v.index: v for v in result.variants}
     for frame in outcome.of_kind("variant"):
         v = by_index.get(frame.get("index"))
-        if v is not None and frame.get("status") in ("wrong", "error"):
+        if v is not None and frame.get("status") in ("wrong", "error", "skipped"):
             v.status, v.detail = frame["status"], str(frame.get("detail", ""))[:2000]
     for frame in outcome.of_kind("tuned"):
         times = [float(t) for t in frame.get("times_ms") or []]

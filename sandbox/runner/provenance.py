@@ -164,12 +164,27 @@ def _canaries() -> torch.Generator:
 CANARY_BLOCK = 1 << 16
 
 
-def _canary_fill(raw: torch.Tensor) -> None:
+def _canary_fill(raw: torch.Tensor) -> torch.Tensor:
+    """Fills ``raw`` with a fresh block, repeated; returns the block."""
     n = raw.numel()
     block = torch.randint(0, 256, (min(n, CANARY_BLOCK),), dtype=torch.uint8, generator=_canaries())
     whole = n - n % block.numel()
     raw[:whole].view(-1, block.numel()).copy_(block)
     raw[whole:].copy_(block[: n - whole])
+    return block
+
+
+# Bytes compared per step against a canary: the block repeated to this size.
+CANARY_COMPARE = 1 << 24
+
+
+def _still_canary(raw: torch.Tensor, block: torch.Tensor) -> bool:
+    """Whether ``raw`` still holds the canary ``block`` repeated, byte for byte: no copy of
+    the buffer is kept to compare with (a second GB where a kernel's output is one)."""
+    b = block.numel()
+    tile = block.repeat(max(1, min(raw.numel(), CANARY_COMPARE) // b))
+    step = tile.numel()
+    return all(torch.equal(raw[i:i + step], tile[:raw[i:i + step].numel()]) for i in range(0, raw.numel(), step))
 
 
 class Provenance(TorchDispatchMode):
@@ -296,7 +311,8 @@ class Provenance(TorchDispatchMode):
         whose every output is compared in full on inputs never seen before)."""
         if not self.canary:
             return run(), writable
-        before: list[tuple[torch.Tensor, torch.Tensor]] = []
+        # (buffer, the canary block it was filled with, or a copy of its bytes)
+        before: list[tuple[torch.Tensor, torch.Tensor, bool]] = []
         with _outside_modes():
             for t in writable:
                 if not t.numel():
@@ -306,13 +322,15 @@ class Provenance(TorchDispatchMode):
                 # Uninitialised here, or carried over from an earlier call (not an
                 # input, parameter or buffer): contents no kernel may rely on.
                 if key in self.fresh or (key not in self.label and key not in self._keep):
-                    _canary_fill(raw)
-                before.append((t, raw.clone()))
+                    before.append((t, _canary_fill(raw), True))
+                else:
+                    before.append((t, raw.clone(), False))
         result = run()
         written = []
         with _outside_modes():
-            for t, old in before:
-                if not torch.equal(t.view(-1).view(torch.uint8), old):
+            for t, old, canary in before:
+                raw = t.view(-1).view(torch.uint8)
+                if not (_still_canary(raw, old) if canary else torch.equal(raw, old)):
                     written.append(t)
                     self.fresh.discard(_storage(t))
         return result, written

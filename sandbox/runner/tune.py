@@ -29,6 +29,22 @@ from .timed import seed_all
 
 MIN_TUNE_SETS = 2
 TUNE_WARMUP_CALLS = 1
+# Variants checked before the pass's time budget may leave the rest out (``_over_budget``).
+MIN_TUNED = 4
+# A variant's share of the timed pass, in multiples of its check (a first call and a
+# comparison): its warm-up and its sets, each loaded into the buffers first.
+TIMING_PER_CHECK = 2.0
+
+
+def _over_budget(checked_s: float, checked: int, right: int, pass_budget_s: float) -> bool:
+    """Whether checking one more variant would take the pass past its budget: the checks
+    so far, and the timing of every right one, projected from what a check cost. At a
+    gigabyte a call a variant's check alone takes a second or more, and twenty-four of
+    them had taken the pass to 95 s; at a few milliseconds a call all of them fit."""
+    if right < MIN_TUNED or checked == 0:
+        return False
+    per_check = checked_s / checked
+    return checked_s + per_check + (right + 1) * per_check * TIMING_PER_CHECK > pass_budget_s
 
 
 def _close(got: list[Any], want: list[Any], tolerances: dict[str, list[float]],
@@ -90,9 +106,18 @@ def run_tune(job: dict[str, Any], emit: Emit) -> None:
             cap = timed.TIMING_BYTES // max(1, timed.nbytes(sets[0]) + timed.nbytes(expected))
             wanted = max(MIN_TUNE_SETS, min(wanted, cap))
     parties: list[tuple[str, Any]] = [("eager", model)]
+    pass_budget_s = float(job.get("pass_budget_s") or 0.0)
+    checks_started, checked = timing._perf_ns(), 0
     for variant in job["variants"]:
         index, filename = variant["index"], variant["filename"]
         frame: dict[str, Any] = {"kind": "variant", "index": index}
+        checked_s = (timing._perf_ns() - checks_started) / 1e9
+        if pass_budget_s and _over_budget(checked_s, checked, len(parties) - 1, pass_budget_s):
+            frame.update(status="skipped", detail=f"the tuning pass's time budget ({pass_budget_s:g} s): "
+                                                  f"{checked} variants checked in {checked_s:.1f} s")
+            emit(frame)
+            continue
+        checked += 1
         try:
             module = load_module(variant["source"], filename, f"kforge_variant_{index}")
             candidate = build(module, "ModelNew", trial, "cpu")

@@ -27,12 +27,22 @@ def format_problems(ref_struct: str, ref: list[Any], struct: str, outs: list[Any
     return problems
 
 
+def _all_finite(o: torch.Tensor) -> bool:
+    """Every value finite. A sum holding a NaN or an infinity is not finite, so a finite sum
+    settles it in one read and no mask (0.02 s for 470 MB, against 0.4 s for ``isfinite``
+    over the whole tensor); a sum that overflowed is decided chunk by chunk."""
+    if o.numel() == 0 or bool(torch.isfinite(o.sum())):
+        return True
+    flat = o.reshape(-1)
+    return all(bool(torch.isfinite(flat[i:i + CHUNK]).all()) for i in range(0, flat.numel(), CHUNK))
+
+
 def nonfinite_problems(ref: list[Any], outs: list[Any]) -> list[str]:
     problems = []
     for i, (r, o) in enumerate(zip(ref, outs)):
         if not (isinstance(o, torch.Tensor) and o.dtype.is_floating_point):
             continue
-        if bool(torch.isfinite(o).all()):  # one pass, no mask kept: the usual case
+        if _all_finite(o):
             continue
         bad = ~torch.isfinite(o) & torch.isfinite(r)
         if bad.any():

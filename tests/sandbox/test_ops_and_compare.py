@@ -103,3 +103,20 @@ def test_thread_parity_is_judged_over_passes_long_enough_to_measure() -> None:
     assert thread_parity_problem({"cpus_used": 2.1, "cpus_used_over_ms": 500.0}, 2) is None
     assert thread_parity_problem({"cpus_used": 3.4, "cpus_used_over_ms": CPUS_USED_MIN_MS / 8}, 2) is None
     assert thread_parity_problem({"cpus_used": 3.4}, 2)  # a frame without the duration is judged
+
+
+def test_finite_check_in_one_sum_falls_back_where_the_sum_overflows():
+    import torch
+
+    from sandbox.verdict.compare import _all_finite, nonfinite_problems
+
+    big = torch.full((3_000_000,), 3e38)  # every value finite, their sum is not
+    assert _all_finite(big) and _all_finite(torch.empty(0))
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        x = big.clone()
+        x[2_500_001] = bad
+        assert not _all_finite(x)
+        y = torch.zeros(3_000_000)
+        y[7] = bad
+        assert not _all_finite(y)
+        assert nonfinite_problems([torch.zeros(3_000_000)], [y]) and not nonfinite_problems([y], [y])

@@ -192,3 +192,18 @@ def test_tensors_a_module_keeps_between_calls_are_found() -> None:
     model = torch.nn.Sequential(torch.nn.Identity(), torch.nn.Identity())
     found = provenance.reachable_tensors(model, module)
     assert any(t is module.BUFFERS[(4, 8)] for t in found)
+
+
+def test_a_canary_is_compared_in_place_and_any_changed_byte_counts():
+    import torch
+
+    from sandbox.runner.provenance import CANARY_COMPARE, _canary_fill, _still_canary
+
+    for n in (1, 65_537, CANARY_COMPARE + 3, 3 * CANARY_COMPARE):
+        raw = torch.empty(n, dtype=torch.uint8)
+        block = _canary_fill(raw)
+        assert _still_canary(raw, block)
+        for at in {0, n // 2, n - 1}:
+            raw[at] ^= 1
+            assert not _still_canary(raw, block), (n, at)
+            raw[at] ^= 1

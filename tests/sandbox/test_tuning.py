@@ -94,3 +94,33 @@ def test_variants_share_one_set_of_input_buffers_within_the_job_memory():
     with Judge(warm=True) as judge:
         result = judge.tune(reference, variants, PROBLEM.name, EvalOptions(device="cpu", memory_mb=768))
     assert [v.status for v in result.variants] == ["timed"] * 12, [(v.status, v.detail) for v in result.variants]
+
+
+def test_the_pass_leaves_out_what_its_time_budget_cannot_hold(monkeypatch):
+    """A pass whose checks alone would take it past its budget (a GB a call: a second per
+    variant) times the first variants (the engine's preferred) and says why the rest were not."""
+    from sandbox import tuning
+    from sandbox.runner import tune
+
+    monkeypatch.setattr(tuning, "TUNE_PASS_BUDGET_S", 0.001)
+    variants = [GOOD_C + f"\n# variant {i}\n" for i in range(8)]
+    with Judge(warm=True) as judge:
+        result = judge.tune(PROBLEM.read_text(), variants, PROBLEM.name, EvalOptions(device="cpu"), budget_s=0.0001)
+    statuses = [v.status for v in result.variants]
+    assert statuses == ["timed"] * tune.MIN_TUNED + ["skipped"] * (8 - tune.MIN_TUNED), \
+        [(v.status, v.detail) for v in result.variants]
+    assert all("time budget" in v.detail for v in result.variants[tune.MIN_TUNED:])
+    assert result.to_json()["counts"]["skipped"] == 8 - tune.MIN_TUNED
+    assert result.order()[tune.MIN_TUNED:] == list(range(tune.MIN_TUNED, 8))
+
+
+@pytest.mark.parametrize("checked_s, checked, right, budget, over", [
+    (0.05, 24, 24, 20.0, False),   # milliseconds a call: every variant fits
+    (6.0, 6, 6, 20.0, True),       # a second a check: with its timing, a seventh would not fit
+    (4.0, 4, 3, 20.0, False),      # fewer than MIN_TUNED right: always one more
+    (0.0, 0, 0, 0.001, False),
+])
+def test_over_budget_projects_the_timing_from_the_checks(checked_s, checked, right, budget, over):
+    from sandbox.runner.tune import _over_budget
+
+    assert _over_budget(checked_s, checked, right, budget) is over
