@@ -223,23 +223,27 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
                 out = model(*inputs)
             sync(device)
             once_s = (timing._perf_ns() - t0) / 1e9
-            structure, outputs, kinds = snapshot_outputs(out)
+            # Copies to compare a call with another seed against (the first default trial),
+            # else taken at once (beside the frames: sent now, one copy into the shared file).
+            random_check = trial["tag"] == "default" and not checked_random
+            structure, outputs, kinds = snapshot_outputs(out) if random_check else snapshot_taken(out)
+            out_bytes = timed.nbytes(flatten_output(out)[1])
         except Exception as exc:
             emit({"kind": "trial", "index": index, "error": describe(exc, job["filename"])})
             continue
         ran.add(index)
-        frame: dict[str, Any] = {"kind": "trial", "index": index, "inputs": to_cpu(inputs),
+        frame: dict[str, Any] = {"kind": "trial", "index": index, "inputs": taken(inputs),
                                  "structure": structure, "outputs": outputs, "kinds": kinds,
                                  "spans": stored_elements(out)}
         if large is None:
-            large = timed.nbytes([*inputs, *outputs, *model.state_dict().values()]) > job.get("large_bytes", 1 << 62)
+            large = timed.nbytes([*inputs, *model.state_dict().values()]) + out_bytes > job.get("large_bytes", 1 << 62)
         if trial["tag"] == "default" and warm is None:
             warm = inputs
         if trial["tag"] == "timing":
             sets.append(inputs)
             if first_set:
                 timing_model = model
-                set_bytes = timed.nbytes(inputs) + timed.nbytes(outputs)
+                set_bytes = timed.nbytes(inputs) + out_bytes
                 cap = timed.set_cap(planned, set_bytes, once_s, float(job.get("time_budget_s", 10.0)),
                                     bool(large))
         if trial["tag"] != "timing" or first_set:
@@ -247,7 +251,7 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
             frame.update(init_inputs=to_cpu(init_inputs),
                          state_dict={k: _clone(_to(v, "cpu")) for k, v in model.state_dict().items()},
                          **record_ops(model, inputs, device))
-        if trial["tag"] == "default" and not checked_random:
+        if random_check:
             checked_random = True
             frame["random"] = draws_randomly(model, inputs, outputs, forward_seed(trial), device)
         emit(frame)
@@ -456,7 +460,7 @@ def ablation(job: dict[str, Any], module: Any, launches: guards.launches.LaunchC
             sync(device)
         finally:
             launches.ablation = None
-        structure, outputs, kinds = snapshot_outputs(out)
+        structure, outputs, kinds = snapshot_taken(out)  # the frame's last call: nothing runs before it goes
         frame.update(structure=structure, outputs=outputs, kinds=kinds, skipped=mode.skipped)
     except Exception as exc:
         frame["error"] = describe(exc, filename)
