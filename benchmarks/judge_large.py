@@ -2,10 +2,14 @@
 level1/19_ReLU as `--fit-memory 1` sizes it (0.47 GB in, 0.47 GB out), judged with an
 honest native kernel through `kforge eval` (process sandbox, backend cpu, no daemon).
 
-    .venv/bin/python benchmarks/judge_large.py [--runs 2] [--rows 1024] [--cols 114688]
+    .venv/bin/python benchmarks/judge_large.py [--runs 2] [--rows 1024] [--cols 114688] [--search]
 
 Prints per run the wall time, the verdict and the judge's cost by phase (`cost`), then the
-median wall time. Needs ~20 GB of free memory at the default sizes.
+median wall time. Needs ~20 GB of free memory at the default sizes. With `--search`, the
+runs are judged as a search judges its candidates instead: one warm judge in this process,
+the reference's trials replayed after the first (`EvalOptions.reuse_reference`), no
+torch.compile baseline; each line also says whether the run was judged again
+(`retimed`: its first verdict failed `timer_corroborated` only).
 """
 
 from __future__ import annotations
@@ -30,7 +34,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--rows", type=int, default=1024)
     parser.add_argument("--cols", type=int, default=114688)
+    parser.add_argument("--search", action="store_true", help="judge the runs as a search's candidates")
     args = parser.parse_args()
+    if args.search:
+        return search_runs(args.runs, args.rows, args.cols)
     folder = Path(tempfile.mkdtemp(prefix="kforge-judge-large-"))
     ref, cand = folder / "relu_large.py", folder / "relu_large_native.py"
     ref.write_text(relu_problem(args.rows, args.cols))
@@ -47,6 +54,24 @@ def main() -> None:
                           "reasons": report.get("reasons"), "speedup": report.get("speedup"),
                           "cost": report.get("cost")}))
     print(json.dumps({"median_wall_s": round(statistics.median(walls), 1), "runs": args.runs}))
+
+
+def search_runs(runs: int, rows: int, cols: int) -> None:
+    from sandbox import EvalOptions, Judge
+
+    options = EvalOptions(device="cpu", timeout=600, memory_mb=12000, compile_baseline=False, reuse_reference=True)
+    walls = []
+    with Judge(warm=True) as judge:
+        for run in range(runs):
+            t0 = time.monotonic()
+            result = judge.evaluate(relu_problem(rows, cols), native_relu(), "relu_large.py", "relu_large_native.py",
+                                    options)
+            walls.append(time.monotonic() - t0)
+            print(json.dumps({"run": run, "wall_s": round(walls[-1], 1), "verdict": result.verdict,
+                              "reasons": result.reasons, "retimed": result.timing.get("retimed"),
+                              "timer_corroborated": {c.name: c.detail for c in result.checks}.get("timer_corroborated"),
+                              "cost": result.cost}), flush=True)
+    print(json.dumps({"median_wall_s": round(statistics.median(walls), 1), "runs": runs}))
 
 
 if __name__ == "__main__":
