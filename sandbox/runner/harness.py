@@ -64,10 +64,6 @@ def to_cpu(values: list[Any]) -> list[Any]:
 send_now: Callable[[list[Any]], list[Any]] | None = None
 
 
-# Set with send_now: a tensor's copy in a sealed memory file, sent later as that file (shared.sealed).
-keep_sealed: Callable[[torch.Tensor], torch.Tensor] | None = None
-
-
 def taken(values: list[Any]) -> list[Any]:
     """The values as they are at this moment, for a frame sent later (calls, checks and
     sleeps come between). Beside the frames the tensors are sent now, with no copy in this
@@ -104,17 +100,6 @@ def snapshot_outputs(out: Any, into: list[Any] | None = None) -> tuple[str, list
         else:
             copies.append(_clone(_to(_detach(item), "cpu")))
     return structure, copies, kinds
-
-
-def snapshot_sealed(out: Any) -> tuple[str, list[Any]] | None:
-    """The outputs copied into sealed memory files (``keep_sealed``), one copy each and no
-    buffer touched beforehand; None where tensors travel inside the frames."""
-    if keep_sealed is None:
-        return None
-    structure, items = flatten_output(out)
-    return structure, [None if type(item) is not _Tensor else
-                       keep_sealed(_detach(item)) if item.device.type == "cpu" else _clone(_to(_detach(item), "cpu"))
-                       for item in items]
 
 
 def snapshot_taken(out: Any) -> tuple[str, list[Any], list[str]]:
@@ -417,7 +402,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
             return structure, outs
 
         watch = timed.Watch(record, lambda rec, out: rec.summary(out) if rec is not None else {}, snapshot,
-                            stored_elements, snapshot_sealed if keep_sealed is not None else None)
+                            stored_elements, (lambda out: snapshot_taken(out)[:2]) if send_now is not None else None)
         turn = turns(job, emit)
         seeds = [forward_seed(t) for t in job["trials"] if t["tag"] == "timing"]
         timed.emit_timing(job, emit, timing_model, sets, "candidate", warm if warm is not None else sets[0],

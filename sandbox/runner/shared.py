@@ -269,11 +269,6 @@ def _mapped(spec: dict[str, Any], fds: dict[str, int], budget: list[int]) -> tor
         raise WireError("a shared tensor is not in a sealed memory file")
     if st.st_size != nbytes or nbytes == 0:
         raise WireError(f"a shared tensor's file holds {st.st_size} bytes, its placeholder says {nbytes}")
-    return _map(fd, nbytes, dtype, shape)
-
-
-def _map(fd: int, nbytes: int, dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
-    """The sealed file ``fd`` as a tensor, remembered as its origin (``_ORIGIN``)."""
     # Private and writable: a reader may write to its tensor (copy on write); the file cannot change.
     mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
     tensor = torch.frombuffer(mm, dtype=dtype).view(shape)
@@ -281,17 +276,3 @@ def _map(fd: int, nbytes: int, dtype: torch.dtype, shape: list[int]) -> torch.Te
         kept = os.dup(fd)
         _ORIGIN[tensor.data_ptr()] = (kept, nbytes, weakref.finalize(mm, _forget, tensor.data_ptr(), kept))
     return tensor
-
-
-def sealed(t: torch.Tensor) -> torch.Tensor:
-    """A copy of ``t`` in a sealed memory file of this process (a clone where it would not
-    travel beside a frame): sent later, it goes as that file, the one copy made now. The
-    timed pass keeps the candidate's outputs so (``timed.Watch``), instead of copying them
-    into touched buffers first and into memory files at the end."""
-    if not _shareable(t) or len(_ORIGIN) >= MAX_ORIGINS:
-        return t.detach().clone()
-    fd = _memfd(t)
-    try:
-        return _map(fd, t.numel() * t.element_size(), t.dtype, list(t.shape))
-    finally:
-        os.close(fd)

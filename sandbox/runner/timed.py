@@ -67,7 +67,7 @@ REPLAYED_SETS = 3
 # straight into sealed memory files instead (measured at 1 GB a call) saved the
 # touching but allocated in both passes, and a pass's allocations swing by
 # more than a call takes: one false reject in seven runs. The replayed sets,
-# after the clock, do go into sealed files (``Watch.sealed``).
+# after the clock, are sent at once (``Watch.taken``).
 
 
 def nbytes(values: list[Any]) -> int:
@@ -109,13 +109,13 @@ class Watch:
     def __init__(self, record: Callable[[Any, list[Any]], Any], summary: Callable[[Any, Any], dict[str, Any]],
                  snapshot: Callable[[Any], tuple[str, list[Any]]],
                  layout: Callable[[Any], list[Any]] | None = None,
-                 sealed: Callable[[Any], tuple[str, list[Any]] | None] | None = None) -> None:
+                 taken: Callable[[Any], tuple[str, list[Any]]] | None = None) -> None:
         self.record = record
         self.summary = summary
         self.snapshot = snapshot
         self.layout = layout
-        # ``sealed(out)``: the outputs copied into sealed memory files (the replayed sets), or None
-        self.sealed = sealed
+        # ``taken(out)``: the outputs sent at once, one copy each (``harness.taken``; the replayed sets)
+        self.taken = taken
         self.spans: list[list[Any]] = []
         self.outputs: list[list[Any]] = []
         self.structures: list[str] = []
@@ -283,7 +283,7 @@ def replay(model: Any, sets: list[list[Any]], watch: Watch, buffers: list[Any],
             with recorder:
                 out = model(*buffers)
             sync()
-            structure, outs = (watch.sealed(out) if watch.sealed is not None else None) or watch.snapshot(out)
+            structure, outs = (watch.taken or watch.snapshot)(out)
             watch.replayed.append(i)
             watch.replay_structures.append(structure)
             watch.replay_outputs.append(outs)

@@ -207,7 +207,6 @@ class Runner:
 
                 side.setblocking(True)
                 harness.send_now = lambda values: shared.export(values, side)
-                harness.keep_sealed = shared.sealed
                 child.run(job, lambda frame: emit_to(write_fd, shared.export(frame, side)))
         except BaseException as exc:  # the judge sees a missing "done" and this
             try:
