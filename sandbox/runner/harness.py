@@ -230,7 +230,7 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
                 timing_model = model
                 set_bytes = timed.nbytes(inputs) + out_bytes
                 cap = timed.set_cap(planned, set_bytes, once_s, float(job.get("time_budget_s", 10.0)),
-                                    bool(large))
+                                    bool(large), job.get("memory_mb"))
         if trial["tag"] != "timing" or first_set:
             # Later timing sets share the first one's model, state and work.
             frame.update(init_inputs=to_cpu(init_inputs),

@@ -184,6 +184,8 @@ class Job:
             "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None,
             "partial_bytes": len(self.buf),
         }
+        if self.memory is not None:
+            out["peak_mb"] = round(self.memory.peak_mb, 1)
         if self.forward.tag is not None:
             out["job"] = self.id
         os.close(self.fd)
@@ -214,6 +216,7 @@ class MemoryWatch:
     def __init__(self, uid: int, limit_mb: float) -> None:
         self.exceeded = False
         self.held = False
+        self.peak_mb = 0.0  # the most the job held above its start, as read (exit frame's ``peak_mb``)
         self._uid, self._limit = uid, limit_mb
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -237,6 +240,7 @@ class MemoryWatch:
                 # that ended shared) -- read from counters, no page-table walk
                 used = pss + confine.resident_of_uid_mb(self._uid) - resident
             baseline = used if baseline is None else baseline
+            self.peak_mb = max(self.peak_mb, used - baseline)
             if used - baseline > self._limit:
                 if not full:  # an estimate: confirmed by a full read
                     full_at = 0.0

@@ -74,11 +74,21 @@ def nbytes(values: list[Any]) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, _Tensor))
 
 
-def set_cap(planned: int, set_bytes: int, once_s: float, budget_s: float, large: bool) -> int:
+def timing_bytes(memory_mb: float | None) -> int:
+    """The memory for a job's timing sets: TIMING_BYTES, or a quarter of the job's
+    memory limit where that is less. The sets share the limit with the cache flush's
+    buffers, the outputs, the checks' temporaries and torch's pages copied on write:
+    a tuning pass with 8 sets of 64 MB under a 768 MB limit peaked 25-55 MB below
+    it, and was killed when a busier machine pushed it over."""
+    return min(TIMING_BYTES, (int(memory_mb) << 20) // 4) if memory_mb else TIMING_BYTES
+
+
+def set_cap(planned: int, set_bytes: int, once_s: float, budget_s: float, large: bool,
+            memory_mb: float | None = None) -> int:
     """How many of the planned timing sets to make: within the memory for
     timing sets and about the time budget, never fewer than the minimum."""
     floor = min(planned, MIN_SETS_LARGE if large else MIN_SETS)
-    by_memory = TIMING_BYTES // max(1, set_bytes)
+    by_memory = timing_bytes(memory_mb) // max(1, set_bytes)
     by_time = int(budget_s / max(once_s, 1e-6))
     return max(floor, min(planned, by_memory, by_time))
 

@@ -103,7 +103,7 @@ def run_tune(job: dict[str, Any], emit: Emit) -> None:
             seed_all(seed)  # every forward on the first set from the same generators (a random op's draws)
             with torch.no_grad():
                 expected = snapshot_outputs(model(*sets[0]))[1]
-            cap = timed.TIMING_BYTES // max(1, timed.nbytes(sets[0]) + timed.nbytes(expected))
+            cap = timed.timing_bytes(job.get("memory_mb")) // max(1, timed.nbytes(sets[0]) + timed.nbytes(expected))
             wanted = max(MIN_TUNE_SETS, min(wanted, cap))
     parties: list[tuple[str, Any]] = [("eager", model)]
     pass_budget_s = float(job.get("pass_budget_s") or 0.0)

@@ -200,6 +200,7 @@ class Runner:
             from .wire import write_fd as emit_to
 
             job["unique_uid"] = unique
+            job["memory_mb"] = msg["memory_mb"]  # the limit its timing sets keep within (timed.timing_bytes)
             if side is None:
                 child.run(job, lambda frame: emit_to(write_fd, frame))
             else:

@@ -96,6 +96,27 @@ def test_variants_share_one_set_of_input_buffers_within_the_job_memory():
     assert [v.status for v in result.variants] == ["timed"] * 12, [(v.status, v.detail) for v in result.variants]
 
 
+def test_timing_sets_keep_within_a_quarter_of_the_job_memory():
+    from sandbox.runner import timed
+
+    assert timed.timing_bytes(None) == timed.TIMING_BYTES == timed.timing_bytes(4096)
+    assert timed.timing_bytes(768) == 192 << 20
+    # 64 MB a set (a 32 MB input and its output): eight under the default limit, three under 768 MB
+    assert timed.set_cap(9, 64 << 20, 0.01, 10.0, False, 4096) == 8
+    assert timed.set_cap(9, 64 << 20, 0.01, 10.0, False, 768) == 3
+    assert timed.set_cap(9, 64 << 20, 0.01, 10.0, True, 256) == timed.MIN_SETS_LARGE  # never below the floor
+
+
+def test_a_tuning_job_past_its_memory_says_so():
+    reference = PROBLEM.read_text().replace("batch_size = 19\ndim = 1531\n", "batch_size = 2048\ndim = 4096\n")
+    with Judge(warm=True) as judge:
+        result = judge.tune(reference, [GOOD_C], PROBLEM.name, EvalOptions(device="cpu", memory_mb=200))
+    [v] = result.variants
+    # the runner's watch kills it ("exceeded its memory limit, N MB at its peak") or an allocation
+    # fails inside it first (the address-space limit): either way the variant's detail says memory
+    assert v.status == "error" and "memory" in v.detail.lower(), v.detail
+
+
 def test_the_pass_leaves_out_what_its_time_budget_cannot_hold(monkeypatch):
     """A pass whose checks alone would take it past its budget (a GB a call: a second per
     variant) times the first variants (the engine's preferred) and says why the rest were not."""
