@@ -19,7 +19,7 @@ import torch
 
 from . import compiled, guards, native, provenance, timed, timing
 from .loader import LoadError, describe, load_module, signature_of
-from .timed import seed_all
+from .timed import flatten_output, seed_all
 
 # Bound before any untrusted code loads: a parked job's turns end here.
 _stop_here = timing.stop_here
@@ -73,14 +73,6 @@ def taken(values: list[Any]) -> list[Any]:
         sent = send_now([_detach(v) if isinstance(v, _Tensor) else v for v in values])
         return [to_cpu([v])[0] if isinstance(v, _Tensor) else v for v in sent]  # what stayed: copies
     return to_cpu(values)
-
-
-def flatten_output(out: Any) -> tuple[str, list[Any]]:
-    """('tensor', [t]) or ('tuple[n]', [...]); non-tensors are kept as type names."""
-    if isinstance(out, (tuple, list)):
-        items = list(out)
-        return f"{type(out).__name__}[{len(items)}]", items
-    return "tensor", [out]
 
 
 def snapshot_outputs(out: Any, into: list[Any] | None = None) -> tuple[str, list[Any], list[str]]:

@@ -42,6 +42,7 @@ MAX_PENDING = 4096
 # At most this many tensors of one frame travel beside it (the rest inside it): a side
 # channel's buffer holds a few hundred records, and its reader may be waiting on the frame.
 MAX_PER_FRAME = 128
+PAGE = os.sysconf("SC_PAGE_SIZE")
 DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
     torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
@@ -120,11 +121,50 @@ def _forget(address: int, fd: int) -> None:
     os.close(fd)
 
 
+def _mapping_untouched(address: int, nbytes: int, fd: int) -> bool:
+    """Whether [address, address + nbytes) is still the private mapping of ``fd``'s file it
+    was received as, no page of it written: one mapping of that file (its device and inode)
+    from offset 0 holds the range (``/proc/self/maps``), and every page of it is either not
+    yet read or the file's own (``/proc/self/pagemap``: a page written since is the process's
+    own copy, not the file's; so is one swapped out). A few milliseconds for 470 MB, where
+    comparing the bytes took 0.4-0.5 s. False when unsure: the caller compares."""
+    try:
+        st = os.fstat(fd)
+        with open("/proc/self/maps") as f:
+            line = next((ln for ln in f if _covers(ln, address, nbytes)), None)
+        if line is None:
+            return False
+        span, perms, offset, dev, inode = line.split()[:5]
+        major, minor = (int(v, 16) for v in dev.split(":"))
+        start = int(span.split("-")[0], 16)
+        if (perms[3] != "p" or int(inode) != st.st_ino or (major, minor) != (os.major(st.st_dev), os.minor(st.st_dev))
+                or int(offset, 16) + address - start != 0):
+            return False
+        first, last = address // PAGE, (address + nbytes - 1) // PAGE
+        with open("/proc/self/pagemap", "rb") as f:
+            f.seek(first * 8)
+            raw = f.read((last - first + 1) * 8)
+        if len(raw) != (last - first + 1) * 8:
+            return False
+        entries = torch.frombuffer(bytearray(raw), dtype=torch.int64)
+        present, swapped, file_page = entries < 0, (entries >> 62) & 1 == 1, (entries >> 61) & 1 == 1
+        return not bool(((present & ~file_page) | swapped).any())
+    except (OSError, ValueError, StopIteration):
+        return False
+
+
+def _covers(line: str, address: int, nbytes: int) -> bool:
+    start, end = (int(v, 16) for v in line.split(maxsplit=1)[0].split("-"))
+    return start <= address and address + nbytes <= end
+
+
 def _same_file(t: torch.Tensor) -> int | None:
     """A descriptor of the sealed file ``t`` was mapped from, if ``t`` still holds its bytes."""
     fd, nbytes, _ = _ORIGIN.get(t.data_ptr(), (None, 0, None))
     if fd is None or nbytes != t.numel() * t.element_size():
         return None
+    if _mapping_untouched(t.data_ptr(), nbytes, fd):
+        return fd
     view = mmap.mmap(fd, nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
     try:
         original = torch.frombuffer(view, dtype=torch.uint8)

@@ -70,6 +70,14 @@ REPLAYED_SETS = 3
 # after the clock, are sent at once (``Watch.taken``).
 
 
+def flatten_output(out: Any) -> tuple[str, list[Any]]:
+    """('tensor', [t]) or ('tuple[n]', [...]); non-tensors are kept as type names."""
+    if isinstance(out, (tuple, list)):
+        items = list(out)
+        return f"{type(out).__name__}[{len(items)}]", items
+    return "tensor", [out]
+
+
 def nbytes(values: list[Any]) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, _Tensor))
 
@@ -196,7 +204,8 @@ class Party:
         self.last[0] = self.model(*self.buffers)
         if self.watch is not None and not self.store:
             self.sync()
-            self.store.extend(touched(self.watch.snapshot(self.last[0])[1]) for _ in range(len(self.sets) + 1))
+            like = flatten_output(self.last[0])[1]
+            self.store.extend(touched(like) for _ in range(len(self.sets) + 1))
         self.release()
 
     def null_check(self, i: int) -> None:  # the same checks' cost: the last output copied into the spare store
@@ -273,8 +282,9 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
 
 
 def touched(like: list[Any]) -> list[Any]:
-    """Tensors shaped like ``like``, every page written once (``STORE``)."""
-    return [torch.zeros_like(v) if isinstance(v, _Tensor) else None for v in like]
+    """CPU tensors shaped like the outputs ``like`` (no copy of them taken), every page
+    written once (``STORE``); None where ``snapshot`` keeps no copy (not a plain tensor)."""
+    return [torch.zeros(v.shape, dtype=v.dtype) if type(v) is _Tensor else None for v in like]
 
 
 def load_set(load: Callable[[list[Any]], None], sets: list[list[Any]]) -> Callable[[int], None]:

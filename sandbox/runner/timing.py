@@ -52,6 +52,10 @@ Hook = Callable[[int], object] | None
 
 CPU_MIN_REPS = 5
 CPU_WARMUP_CALLS = 3
+# A warm-up call after the first that took this long ends the warm-up: what a first call
+# pays once (a library's load, a thread pool's start, a compilation) is behind it, and a
+# third call of a GB (half a second with its set's load) would buy nothing.
+WARM_ENOUGH_NS = 100_000_000
 FALLBACK_LLC_BYTES = 32 << 20
 
 
@@ -224,9 +228,12 @@ def time_cpu_parties(parties: list[tuple[Callable[[int], object], Loop]], budget
     set but the last (its turn ends); every set is timed, and the time spent in
     ``turn`` is left out of the pass's CPU and wall time."""
     for _, loop in parties:
-        for _ in range(warmup):  # warm-up (first-call costs, OpenMP pool start, torch.compile's compilation)
+        for k in range(warmup):  # warm-up (first-call costs, OpenMP pool start, torch.compile's compilation)
             if loop.warm is not None:
+                w0 = _perf_ns()
                 loop.warm()
+                if k >= 1 and _perf_ns() - w0 >= WARM_ENOUGH_NS:
+                    break
         if loop.warmed is not None:
             loop.warmed()
     if turn is not None:

@@ -83,3 +83,20 @@ def test_a_timer_only_failure_on_the_cpu_is_judged_once_more(monkeypatch) -> Non
         result = Judge(warm=True).evaluate("ref", "cand")
         assert (result.verdict, len(seen)) == (want_verdict, want_calls)
         assert ("retimed" in result.timing) == (want_calls == 2)
+
+
+def test_the_warm_up_stops_after_a_second_call_that_took_long() -> None:
+    """Three warm-up calls where a call takes microseconds; two where one takes a tenth of a
+    second or more (a GB a call: the third bought nothing and cost half a second a party)."""
+    import time
+
+    from sandbox.runner import timing
+
+    def warm_calls(seconds: float) -> int:
+        calls = []
+        loop = timing.Loop(2, warm=lambda: (calls.append(1), time.sleep(seconds)))
+        timing.time_cpu_parties([(lambda i: None, loop)], 1.0)
+        return len(calls)
+
+    assert warm_calls(0.0) == timing.CPU_WARMUP_CALLS == 3
+    assert warm_calls(timing.WARM_ENOUGH_NS / 1e9 + 0.02) == 2

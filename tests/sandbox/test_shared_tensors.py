@@ -147,6 +147,28 @@ def test_a_received_tensor_passed_on_unchanged_is_sent_as_its_own_file() -> None
     assert changed != origin
 
 
+
+def test_an_unwritten_mapping_is_known_from_its_page_table_and_any_write_counts() -> None:
+    """The file goes back without comparing its bytes when no page of the mapping was
+    written (pagemap); a written page, even with the same bytes, sends the comparison's way."""
+    send, inbox = _pair()
+    got = shared.resolve(shared.export({"x": torch.randn(*BIG)}, send), inbox, wire.MAX_FRAME_BYTES)["x"]
+    fd, nbytes, _ = shared._ORIGIN[got.data_ptr()]
+    assert shared._mapping_untouched(got.data_ptr(), nbytes, fd)
+    float(got.sum())  # read: its pages are the file's
+    assert shared._mapping_untouched(got.data_ptr(), nbytes, fd)
+    other = os.memfd_create("other")
+    os.ftruncate(other, nbytes)
+    assert not shared._mapping_untouched(got.data_ptr(), nbytes, other)  # not that file's mapping
+    assert not shared._mapping_untouched(got.data_ptr() + shared.PAGE, nbytes, fd)  # not from offset 0
+    os.close(other)
+    got[-1] = got[-1].clone()  # the same bytes, written: the process's own page now
+    assert not shared._mapping_untouched(got.data_ptr(), nbytes, fd)
+    assert shared._same_file(got) == fd  # the bytes compared: still the file's
+    got[0] += 1
+    assert shared._same_file(got) is None
+
+
 LARGE_RELU = '''import torch
 import torch.nn as nn
 
@@ -216,3 +238,26 @@ def test_inputs_and_outputs_of_megabytes_travel_beside_the_frames_and_are_checke
     checks = result.to_json()["checks"]
     assert result.verdict == verdict, result.reasons
     assert checks["inputs_unchanged"] == verdict, checks
+
+
+@pytest.mark.parametrize("module, name", [("sandbox.runner.shared", "_same_file"),
+                                          ("sandbox.runner.shared", "_mapping_untouched"),
+                                          ("sandbox.runner.shared", "export"),
+                                          ("sandbox.runner.harness", "taken"),
+                                          ("sandbox.runner.harness", "send_now")])
+def test_replacing_what_sends_tensors_to_the_judge_is_tampering(module: str, name: str) -> None:
+    """A candidate that swapped the sender could send an input it wrote to back as the file
+    it came in (the judge would see it unchanged): ``no_tampering`` names the replacement."""
+    import importlib
+
+    from sandbox.runner.guards.tamper import TamperGuard
+
+    mod = importlib.import_module(module)
+    guard = TamperGuard()
+    original = getattr(mod, name)
+    setattr(mod, name, lambda *a, **k: None)
+    try:
+        assert f"{module}.{name}" in guard.changed()
+    finally:
+        setattr(mod, name, original)
+    assert guard.changed() == []

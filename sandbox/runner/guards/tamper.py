@@ -47,9 +47,14 @@ def _watched() -> dict[str, tuple[Any, str]]:
     for mod_name, names in (("sandbox.runner.timing", ("time_cpu", "time_cuda", "run_null", "_perf_ns", "_cpu_ns",
                                                         "_usage", "_cuda_sync", "_Event", "_elapsed", "_record")),
                             ("sandbox.runner.timed", ("emit_timing", "replay", "note_inputs", "same_bits", "touched",
-                                                      "load_set", "_copy", "_clone", "_equal")),
+                                                      "load_set", "_copy", "_clone", "_equal", "flatten_output")),
                             ("sandbox.runner.harness", ("snapshot_outputs", "sync", "_clone", "_to",
-                                                         "_detach", "_copy", "build", "to_cpu")),
+                                                         "_detach", "_copy", "build", "to_cpu", "taken",
+                                                         "snapshot_taken", "flatten_output", "send_now")),
+                            # what sends tensors to the judge: a patched one could send back an input's
+                            # file as it came when the call had written to the input
+                            ("sandbox.runner.shared", ("export", "_export", "_same_file", "_mapping_untouched",
+                                                        "_memfd", "send")),
                             ("sandbox.runner.guards", ("stray_work", "native_threads", "busy_threads", "_thread_stat")),
                             ("sandbox.runner.provenance", ("Provenance", "reachable_tensors", "cost", "work_of",
                                                            "tensors_in"))):
