@@ -177,8 +177,7 @@ class Judge:
     _sessions: dict[tuple[str, str], tuple[Any, RunnerSession]] = field(default_factory=dict)
     _spent: Spent = field(default_factory=Spent)
     # reference key -> (its correctness trials' plan entries, their frames), newest last
-    # trials, their frames, and how many timing sets the plan that made them asked for
-    _kept: OrderedDict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], int]] = field(default_factory=OrderedDict)
+    _kept: OrderedDict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = field(default_factory=OrderedDict)
 
     def session(self, sandbox: str, device: str) -> RunnerSession:
         key = (sandbox, device)
@@ -307,12 +306,10 @@ class Judge:
         plan = plan_trials(problem, options, reps)
         kept_key = _kept_key(problem, reference_name, device, options) if options.reuse_reference else None
         replay = self._kept.get(kept_key) if kept_key is not None else None
-        replayed: list[int] = []
         given: dict[int, Any] = {}
-        kept_frames: list[dict[str, Any]] = []
         if replay is not None:
             self._kept.move_to_end(kept_key)
-            plan, replayed, given, kept_frames = _replayed_plan(replay, [q for q in plan if q["tag"] == "timing"])
+            plan, given = _replayed_plan(replay, [q for q in plan if q["tag"] == "timing"])
         # the sizes, and the values computed from them that perturbed trials set: each back to its default after
         constant_names = sorted({*problem.size_constants(), *(k for p in plan for k in p.get("constants", {}))})
         ref_job = {"role": "reference", "source": problem.run_source, "filename": reference_name, "device": device,
@@ -320,7 +317,7 @@ class Judge:
                    "time_reps": reps, "compile_baseline": compile_baseline, "native_timing": native_cpu,
                    "threads": options.threads, "large": (input_bytes(problem) or 0) > LARGE_INPUT_BYTES,
                    "large_bytes": LARGE_INPUT_BYTES,
-                   "replayed": replayed,
+                   "replayed": [p["index"] for p in replay[0]] if replay is not None else [],
                    "given_sets": given}
         cached_key, cached = None, None
         if native_cpu:
@@ -342,7 +339,7 @@ class Judge:
         except SandboxError as exc:
             raise ProblemError(f"the sandbox failed while running the reference: {exc}") from exc
         if replay is not None:
-            ref.frames.extend(kept_frames)
+            ref.frames.extend(replay[1])
         elif kept_key is not None and ref.finished and ref.first("error") is None:
             self._keep(kept_key, plan, ref)
         packed = ref.first("compiled_cache")
@@ -428,7 +425,7 @@ class Judge:
             frames = [f for f in frames if f.get("index") in {p["index"] for p in correctness}]
             if _nbytes(frames) > limit:
                 return
-        self._kept[key] = (trials, frames, sum(1 for p in plan if p["tag"] == "timing"))
+        self._kept[key] = (trials, frames)
         while len(self._kept) > KEPT_REFERENCES:
             self._kept.popitem(last=False)
 
@@ -472,23 +469,17 @@ def kept_reference_bytes() -> int:
     return max(KEPT_REFERENCE_BYTES, int(available * KEPT_SHARE))
 
 
-def _replayed_plan(replay: tuple[list[dict[str, Any]], list[dict[str, Any]], int], fresh_sets: list[dict[str, Any]]
-                   ) -> tuple[list[dict[str, Any]], list[int], dict[int, Any], list[dict[str, Any]]]:
-    """A kept reference's plan for the next candidate: the plan, the trials its job skips
-    (``replayed``), the kept timing sets' inputs by trial index (``given_sets``: at most as
-    many sets as this evaluation plans) and the kept frames that stand for its trials."""
-    trials, frames, planned = replay
+def _replayed_plan(replay: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+                   fresh_sets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[int, Any]]:
+    """A kept reference's plan for the next candidate (its timing sets, at most as many as
+    this evaluation plans), and those sets' inputs by trial index (``given_sets``)."""
+    trials, frames = replay
     correctness = [p for p in trials if p["tag"] != "timing"]
     timing_sets = [p for p in trials if p["tag"] == "timing"][:len(fresh_sets)]
-    if not timing_sets or planned < len(fresh_sets):
-        # kept without them (``_keep``), or made for fewer repetitions than this candidate's
-        # (an interpreted Triton candidate's 5 before a native one's 50): fresh ones, as planned now
-        timing_sets, given = [dict(p, index=len(correctness) + i) for i, p in enumerate(fresh_sets)], {}
-    else:
-        inputs = {f["index"]: f["inputs"] for f in frames if "inputs" in f}
-        given = {p["index"]: inputs[p["index"]] for p in timing_sets}
-    replayed = [p["index"] for p in correctness] + list(given)
-    return correctness + timing_sets, replayed, given, [f for f in frames if f.get("index") in set(replayed)]
+    if not timing_sets:  # kept without them (``_keep``): fresh ones, as this evaluation plans them
+        return correctness + [dict(p, index=len(correctness) + i) for i, p in enumerate(fresh_sets)], {}
+    inputs = {f["index"]: f["inputs"] for f in frames if "inputs" in f}
+    return correctness + timing_sets, {p["index"]: inputs[p["index"]] for p in timing_sets}
 
 
 def _kept_key(problem: Problem, name: str, device: str, options: EvalOptions) -> str:

@@ -76,17 +76,3 @@ def test_a_reference_with_values_derived_from_its_sizes_is_reused_too() -> None:
     assert first.verdict == "pass" and second.verdict == "pass", (first.reasons, second.reasons)
     trials = len(first.seeds) - 2
     assert first.perturbed and _seeds(second)[:trials] == _seeds(first)[:trials]
-
-
-def test_timing_sets_kept_for_fewer_repetitions_are_made_afresh() -> None:
-    """Sets kept from a plan of two are not stretched over a candidate that plans three (a
-    native kernel's 50 after an interpreted one's 5): its reference job makes its own,
-    and the correctness trials are still replayed."""
-    with Judge() as judge:
-        first = judge.evaluate(REFERENCE, HONEST, options=_options(True))
-        more = dataclasses.replace(_options(True), timing_sets=3)
-        second = judge.evaluate(REFERENCE, HONEST, options=more)
-    assert first.verdict == "pass" and second.verdict == "pass", (first.reasons, second.reasons)
-    trials = len(first.seeds) - 2
-    assert _seeds(second)[:trials] == _seeds(first)[:trials]
-    assert len(second.seeds) == trials + 3 and set(_seeds(second)[trials:]).isdisjoint(_seeds(first)[trials:])
