@@ -26,13 +26,8 @@ def _stamps(outcome: JobOutcome, kind: str) -> list[float]:
 
 
 def _trials_span(outcome: JobOutcome) -> float | None:
-    """From the job's start to its last trial; trials replayed from an earlier job (stamped
-    before this one started: ``Judge._kept``) are not this job's: 0 when it ran none."""
-    loaded = _stamps(outcome, "loaded")
-    if not loaded:
-        return None
-    own = [t for t in _stamps(outcome, "trial") if t >= loaded[0]]
-    return max(own) - loaded[0] if own else 0.0
+    loaded, trials = _stamps(outcome, "loaded"), _stamps(outcome, "trial")
+    return max(trials) - loaded[0] if loaded and trials else None
 
 
 def phases(ref: JobOutcome | None, cand: JobOutcome | None) -> dict[str, float]:

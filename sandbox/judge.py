@@ -58,8 +58,7 @@ class EvalOptions:
     interleave: bool = True  # native CPU timing: baselines and candidate timed by turns, set by set
     # One search's candidates: the reference's correctness trials (default and perturbed sizes)
     # run once per warm judge and are replayed for the next candidates of the same reference,
-    # same seeds, the timing sets' inputs included; the baselines are timed afresh per candidate
-    # on them (see ``Judge._kept``).
+    # same seeds; timing sets and baselines stay fresh per candidate (see ``Judge._kept``).
     reuse_reference: bool = False
 
 
@@ -306,10 +305,10 @@ class Judge:
         plan = plan_trials(problem, options, reps)
         kept_key = _kept_key(problem, reference_name, device, options) if options.reuse_reference else None
         replay = self._kept.get(kept_key) if kept_key is not None else None
-        given: dict[int, Any] = {}
         if replay is not None:
             self._kept.move_to_end(kept_key)
-            plan, given = _replayed_plan(replay, [q for q in plan if q["tag"] == "timing"])
+            plan = [*replay[0], *(dict(p, index=len(replay[0]) + i) for i, p in enumerate(q for q in plan
+                                                                                         if q["tag"] == "timing"))]
         # the sizes, and the values computed from them that perturbed trials set: each back to its default after
         constant_names = sorted({*problem.size_constants(), *(k for p in plan for k in p.get("constants", {}))})
         ref_job = {"role": "reference", "source": problem.run_source, "filename": reference_name, "device": device,
@@ -317,8 +316,7 @@ class Judge:
                    "time_reps": reps, "compile_baseline": compile_baseline, "native_timing": native_cpu,
                    "threads": options.threads, "large": (input_bytes(problem) or 0) > LARGE_INPUT_BYTES,
                    "large_bytes": LARGE_INPUT_BYTES,
-                   "replayed": [p["index"] for p in replay[0]] if replay is not None else [],
-                   "given_sets": given}
+                   "replayed": [p["index"] for p in replay[0]] if replay is not None else []}
         cached_key, cached = None, None
         if native_cpu:
             ref_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
@@ -404,27 +402,14 @@ class Judge:
                 self._turns(options, device, [ref], drop=True)
 
     def _keep(self, key: str, plan: list[dict[str, Any]], ref: JobOutcome) -> None:
-        """The reference's trials, for the next candidates of the same reference: its
-        correctness trials, and the timing sets it made (their inputs go to the next
-        reference job, which times its baselines on them afresh)."""
-        made = {f.get("index") for f in ref.of_kind("trial") if "error" not in f and "skipped" not in f}
-        correctness = [p for p in plan if p["tag"] != "timing"]
-        timing_sets = [p for p in plan if p["tag"] == "timing" and p["index"] in made]
-        trials = correctness + timing_sets
+        """The reference's correctness trials, for the next candidates of the same reference."""
+        trials = [p for p in plan if p["tag"] != "timing"]
         indexes = {p["index"] for p in trials}
         frames = [f for f in ref.of_kind("trial") if f.get("index") in indexes]
         # a fallback trial runs only where the one before it failed
-        if not {f["index"] for f in frames} >= {p["index"] for p in correctness if not p.get("fallback")}:
+        if not {f["index"] for f in frames} >= {p["index"] for p in trials if not p.get("fallback")} \
+                or _nbytes(frames) > kept_reference_bytes():
             return
-        # timing sets are made in order; where they would not fit beside the trials, the next
-        # reference jobs make sets of their own, as they did before the sets were kept
-        limit = kept_reference_bytes()
-        if not timing_sets or [p["index"] for p in timing_sets] != \
-                list(range(len(correctness), len(correctness) + len(timing_sets))) or _nbytes(frames) > limit:
-            trials = correctness
-            frames = [f for f in frames if f.get("index") in {p["index"] for p in correctness}]
-            if _nbytes(frames) > limit:
-                return
         self._kept[key] = (trials, frames)
         while len(self._kept) > KEPT_REFERENCES:
             self._kept.popitem(last=False)
@@ -452,13 +437,11 @@ class Judge:
 # each; a machine with more memory free keeps larger ones (``kept_reference_bytes``).
 KEPT_REFERENCES = 2
 KEPT_REFERENCE_BYTES = 1 << 30
-# A 1 GB-a-call problem's trials and two timing sets: 5.1 GB, with 14.3 GB available then.
-KEPT_SHARE = 0.4
 
 
 def kept_reference_bytes() -> int:
-    """The most memory one replayed reference's trials may hold: KEPT_SHARE of what the
-    machine has available now, at least KEPT_REFERENCE_BYTES. A problem fitted to a GB a call
+    """The most memory one replayed reference's trials may hold: a third of what the machine
+    has available now, at least KEPT_REFERENCE_BYTES. A problem fitted to a GB a call
     (KernelBench under ``--fit-memory 1``) holds 3-4 GB of trials: its reference is replayed
     where memory allows, and run again for every candidate (~17 s each) where it does not."""
     try:
@@ -466,20 +449,7 @@ def kept_reference_bytes() -> int:
             available = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
     except (OSError, StopIteration, ValueError, IndexError):
         return KEPT_REFERENCE_BYTES
-    return max(KEPT_REFERENCE_BYTES, int(available * KEPT_SHARE))
-
-
-def _replayed_plan(replay: tuple[list[dict[str, Any]], list[dict[str, Any]]],
-                   fresh_sets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[int, Any]]:
-    """A kept reference's plan for the next candidate (its timing sets, at most as many as
-    this evaluation plans), and those sets' inputs by trial index (``given_sets``)."""
-    trials, frames = replay
-    correctness = [p for p in trials if p["tag"] != "timing"]
-    timing_sets = [p for p in trials if p["tag"] == "timing"][:len(fresh_sets)]
-    if not timing_sets:  # kept without them (``_keep``): fresh ones, as this evaluation plans them
-        return correctness + [dict(p, index=len(correctness) + i) for i, p in enumerate(fresh_sets)], {}
-    inputs = {f["index"]: f["inputs"] for f in frames if "inputs" in f}
-    return correctness + timing_sets, {p["index"]: inputs[p["index"]] for p in timing_sets}
+    return max(KEPT_REFERENCE_BYTES, available // 3)
 
 
 def _kept_key(problem: Problem, name: str, device: str, options: EvalOptions) -> str:

@@ -170,22 +170,11 @@ def run_reference(job: dict[str, Any], emit: Emit) -> None:
     planned = sum(1 for t in job["trials"] if t["tag"] == "timing")
     cap = planned
     replayed = set(job.get("replayed") or ())  # the judge holds these trials' results from an earlier run
-    # a replayed timing set's inputs, sent back by the judge: the baselines are timed on them
-    given = {int(k): v for k, v in (job.get("given_sets") or {}).items()}
     ran = set(replayed)  # trials that gave outputs (a replayed one did, or it would not be kept)
     # Large by its inputs (the judge read them off get_inputs), else by its first trial's tensors.
     large = True if job.get("large") else None
     checked_random = False
     for index, trial in enumerate(job["trials"]):
-        if index in given:
-            if timing_model is None:  # the timing sets' one model, built as when the set was made
-                module.__dict__.update(defaults)
-                module.__dict__.update(trial.get("constants") or {})
-                seed_all(trial["seed"])
-                timing_model = build(module, "Model", {**trial, "init_inputs": list(module.get_init_inputs())},
-                                     device)
-            sets.append(to_device(list(given[index]), device))
-            continue
         if trial["tag"] == "timing" and len(sets) >= cap or index in replayed:
             continue  # not needed: the judge times the sets that were made
         if trial.get("fallback") and index - 1 in ran:

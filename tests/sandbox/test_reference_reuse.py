@@ -1,8 +1,7 @@
 """One search's candidates share the reference's correctness trials
 (EvalOptions.reuse_reference): the reference runs its default and perturbed trials
 once per warm judge, the next candidates of the same reference are checked against
-those results (same seeds, the timing sets' inputs included: the baselines are timed on
-them afresh). A wrong candidate still fails
+those results (same seeds), and timing sets stay fresh. A wrong candidate still fails
 on the replayed trials; without the option every evaluation draws new seeds."""
 
 from __future__ import annotations
@@ -36,12 +35,9 @@ def test_candidates_of_one_reference_replay_its_trials_and_still_get_checked() -
         trials = len(first.seeds) - 2  # the last two are the timing sets
         assert trials >= 2
         assert _seeds(second)[:trials] == _seeds(first)[:trials]  # the same correctness trials
-        assert _seeds(second)[trials:] == _seeds(first)[trials:]  # the same timing sets, replayed
-        # ... on which the baselines were timed afresh: eager's times are this run's own
-        assert second.timing["baseline_eager"] != first.timing["baseline_eager"]
-        assert second.timing["baseline_eager"]["source"].startswith("fresh")
+        assert _seeds(second)[trials:] != _seeds(first)[trials:]  # fresh timing inputs
         # the second reference job ran no correctness trial: its trial span covers the timing sets only
-        assert 0.0 <= second.cost["reference_trials_s"] <= first.cost["reference_trials_s"] + 0.5
+        assert second.cost.get("reference_trials_s", 0.0) <= first.cost.get("reference_trials_s", 0.0) + 0.5
         assert WRONG is not None and WRONG != HONEST
         wrong = judge.evaluate(REFERENCE, WRONG, options=_options(True))
         assert wrong.verdict == "fail" and _seeds(wrong)[:trials] == _seeds(first)[:trials]
