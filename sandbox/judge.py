@@ -501,7 +501,7 @@ def analysis_of(outcome: JobOutcome, name: str) -> dict[str, Any]:
         raise ProblemError(f"the reference is unusable: {err['message']}")
     found = outcome.first("analysis")
     if found is None:
-        raise ProblemError(f"{name}: the reference did not finish ({outcome.exit.get('reason') or 'crashed'})")
+        raise ProblemError(f"{name}: the reference did not finish ({outcome.ended() or 'crashed'})")
     return {k: v for k, v in found.items() if k not in ("kind", "_t")}
 
 
@@ -510,9 +510,7 @@ def reference_trials(ref: JobOutcome, name: str, plan: list[dict[str, Any]]) -> 
     if err is not None:
         raise ProblemError(f"the reference is unusable: {err['message']}")
     if not ref.finished:
-        ex = ref.exit
-        why = ex.get("reason") or (C._signal_name(ex["signal"]) if ex.get("signal") else f"exit code {ex.get('exit_code')}")
-        raise ProblemError(f"{name}: the reference did not finish ({why}) {C.last_phase(ref)}")
+        raise ProblemError(f"{name}: the reference did not finish ({ref.ended() or 'crashed'}) {C.last_phase(ref)}")
     trials = {f["index"]: f for f in ref.of_kind("trial")}
     for i, spec in enumerate(plan):
         if spec["tag"] != "perturbed" and "error" in trials.get(i, {"error": "missing"}):

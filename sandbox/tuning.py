@@ -151,17 +151,7 @@ def _read(outcome: JobOutcome, result: TuneResult) -> None:
                         "advisory ranking, not a judged speedup")
     err = outcome.first("error")
     missing = [v for v in result.variants if v.status == "error" and not v.detail]
+    why = outcome.ended()
     for v in missing:
-        v.detail = str(err.get("message")) if err else f"the tuning job ended before reaching it{_why(outcome.exit)}"
-
-
-def _why(exit: dict[str, Any]) -> str:
-    """What ended a tuning job that said nothing of it, as its runner saw it."""
-    peak = f", {exit['peak_mb']:g} MB at its peak" if exit.get("peak_mb") is not None else ""
-    if exit.get("reason") == "memory":
-        return f": it exceeded its memory limit{peak}"
-    if exit.get("reason") == "timeout":
-        return f": it timed out after {exit.get('elapsed', 0):.0f} s"
-    if exit.get("signal"):
-        return f": killed by signal {exit['signal']}{peak}"
-    return f" (exit code {exit.get('exit_code')})" if exit.get("exit_code") else ""
+        v.detail = str(err.get("message")) if err else \
+            "the tuning job ended before reaching it" + (f": it {why}" if why else "")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -74,11 +75,40 @@ class JobOutcome:
             total += max(0.0, min(b, t1) - max(a, t0))
         return total
 
+    def ended(self, timeout: float | None = None, memory_mb: int | None = None) -> str:
+        """Why the job's process ended without finishing, in words, as its runner saw it
+        ('' when nothing says): the one reading of the exit frame every caller shares."""
+        ex = self.exit
+        peak = f", {ex['peak_mb']:g} MB at its peak" if ex.get("peak_mb") is not None else ""
+        reason = ex.get("reason")
+        if reason == "timeout":
+            return f"timed out after {timeout if timeout is not None else ex.get('elapsed', 0):.0f} s"
+        if reason == "memory":
+            limit = f" of {memory_mb} MB" if memory_mb is not None else ""
+            return f"exceeded the memory limit{limit}{peak}"
+        if reason == "protocol":
+            return f"wrote a malformed result frame: {ex.get('detail', '')}".rstrip(": ")
+        if reason == "unstoppable":
+            return "a process of it kept running when held for the baselines' timed turn"
+        if ex.get("signal"):
+            hint = " (likely the memory limit)" if ex["signal"] == signal.SIGKILL else ""
+            return f"crashed with {signal_name(ex['signal'])}{hint}{peak}"
+        if reason:
+            return str(reason)
+        return f"exited with code {ex.get('exit_code')}" if ex.get("exit_code") is not None else ""
+
     def stamp(self, phase: str) -> float | None:
         for f in self.frames:
             if f.get("kind") == "phase" and f.get("name") == phase:
                 return f.get("_t")
         return None
+
+
+def signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
 
 
 class RunnerSession:

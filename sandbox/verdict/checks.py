@@ -6,7 +6,6 @@ on. The reasons of a failed evaluation are the failed checks' details.
 
 from __future__ import annotations
 
-import signal
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -28,32 +27,14 @@ def runtime_check(outcome: JobOutcome, timeout: float, memory_mb: int) -> Check:
     """Did the candidate's process finish on its own, within its limits?"""
     ex = outcome.exit
     where = last_phase(outcome)
-    reason = ex.get("reason")
-    if reason == "timeout":
-        return Check("runtime", FAIL, f"timed out after {timeout:g} s {where}")
-    if reason == "memory":
-        return Check("runtime", FAIL, f"exceeded the memory limit of {memory_mb} MB {where}")
-    if reason == "protocol":
-        return Check("runtime", FAIL, f"wrote a malformed result frame {where}: {ex.get('detail', '')}".strip())
-    if reason == "unstoppable":
-        return Check("runtime", FAIL, f"a process of it kept running when held for the baselines' timed turn {where}")
-    if ex.get("signal"):
-        name = _signal_name(ex["signal"])
-        hint = " (likely the memory limit)" if ex["signal"] == signal.SIGKILL else ""
-        return Check("runtime", FAIL, f"crashed with {name}{hint} {where}")
+    if ex.get("reason") in ("timeout", "memory", "protocol", "unstoppable") or ex.get("signal"):
+        return Check("runtime", FAIL, f"{outcome.ended(timeout, memory_mb)} {where}")
     err = outcome.first("error")
     if err is not None and err.get("phase") != "load":
         return Check("runtime", FAIL, f"raised {err.get('message', '')}")
     if not outcome.finished and err is None:
         return Check("runtime", FAIL, f"exited (code {ex.get('exit_code')}) before finishing {where}")
     return Check("runtime", PASS)
-
-
-def _signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
 
 
 def last_phase(outcome: JobOutcome) -> str:
