@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,18 +99,20 @@ def from_source(source: str) -> Signature | None:
     if model is None:
         return None
     found = _Found()
-    methods = {item.name for item in model.body if isinstance(item, ast.FunctionDef)} - {"__init__", "forward"}
+    methods = {item.name: item for item in model.body if isinstance(item, ast.FunctionDef)
+               and item.name not in ("__init__", "forward")}
     for item in model.body:
         if isinstance(item, ast.FunctionDef) and item.name == "__init__":
             found.init = _args(item)
-            found.extra["init_body"] = _init_body(item, methods)
+            found.extra["init_body"] = _init_body(item, methods, _module_helpers(tree))
         elif isinstance(item, ast.FunctionDef) and item.name == "forward":
             found.forward = _args(item)
     if found.forward is None:
         return None
     body = found.extra.get("init_body")
     if body is not None:  # class attributes the constructor may read (a ResNet block's `expansion = 1`)
-        body = (*_class_constants(model), *body)
+        helpers, stmts = body
+        body = (*helpers, *_class_constants(model), *stmts)
     return Signature(found.init or (), found.forward, "ast", body)
 
 
@@ -134,27 +137,124 @@ def _is_super_init(stmt: ast.stmt) -> bool:
         and call.func.value.func.id == "super"
 
 
-def _init_body(fn: ast.FunctionDef, methods: set[str] | frozenset[str] = frozenset()) -> tuple[str, ...] | None:
-    """The constructor's statements, if they read only their arguments, their own locals,
-    torch, nn and builtins (a module constant, a helper class of the reference's file or a
-    helper method of Model -- ``self._make_layer`` -- is not in the candidate); None otherwise."""
+# Modules a copied constructor may import under the alias the reference's file gives them.
+_IMPORTABLE = ("math", "torch", "torch.nn", "torch.nn.functional")
+
+
+@dataclass
+class _Helpers:
+    """What the reference's file defines besides Model that its constructor may need:
+    classes and functions (by name) and the allowed imports (alias -> statement)."""
+    defs: dict[str, ast.stmt] = field(default_factory=dict)
+    imports: dict[str, str] = field(default_factory=dict)
+
+
+def _module_helpers(tree: ast.Module) -> _Helpers:
+    out = _Helpers()
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name not in ("Model", "get_inputs",
+                                                                                   "get_init_inputs"):
+            out.defs[node.name] = node
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in _IMPORTABLE and alias.asname:
+                    out.imports[alias.asname] = f"import {alias.name} as {alias.asname}"
+                elif alias.name in _IMPORTABLE and "." not in alias.name:
+                    out.imports[alias.name] = f"import {alias.name}"
+    return out
+
+
+def _reads(nodes: list[ast.AST]) -> set[str]:
+    """Names the code reads that it does not bind itself (arguments, assignments, nested
+    definitions, imports): what it needs from outside. Coarse: a name bound anywhere in it
+    counts as bound everywhere in it."""
+    walked = [n for node in nodes for n in ast.walk(node)]
+    bound = {n.id for n in walked if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    bound |= {n.arg for n in walked if isinstance(n, ast.arg)}
+    bound |= {n.name for n in walked if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    bound |= {(a.asname or a.name).split(".")[0] for n in walked if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names}
+    return {n.id for n in walked if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+class _SelfCalls(ast.NodeTransformer):
+    """``self.m(args)`` -> ``m(self, args)`` for Model's helper methods copied as local functions."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr in self.names and isinstance(f.value, ast.Name) \
+                and f.value.id == "self":
+            return ast.copy_location(ast.Call(ast.Name(f.attr, ast.Load()), [ast.Name("self", ast.Load()),
+                                                                              *node.args], node.keywords), node)
+        return node
+
+
+def _self_refs(nodes: list[ast.AST], names: set[str] | dict[str, Any]) -> set[str]:
+    return {n.attr for node in nodes for n in ast.walk(node) if isinstance(n, ast.Attribute) and n.attr in names
+            and isinstance(n.value, ast.Name) and n.value.id == "self"}
+
+
+def _init_body(fn: ast.FunctionDef, methods: dict[str, ast.FunctionDef] | None = None,
+               helpers: _Helpers | None = None) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The constructor's statements, and what they need from the reference's file before
+    them: its helper classes and functions (``DenseBlock``), Model's helper methods
+    (``self._make_layer``, copied as local functions taking self) and the imports those
+    read (``F``, ``math``), as statements of ModelNew's constructor. None when some of it
+    reads anything else (a module constant, a name imported from elsewhere), uses global /
+    nonlocal, or is decorated at its top: then ModelNew makes the parameters itself."""
+    methods = methods or {}
+    helpers = helpers or _Helpers()
     body = [s for s in fn.body if not _is_super_init(s)
             and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if len(body) == len(fn.body) or any(_is_super_init(s) for s in body):
         return None  # no super().__init__() call at the top level: not a plain nn.Module constructor
     a = fn.args
-    known = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]} | \
-        {p.arg for p in (a.vararg, a.kwarg) if p is not None} | _BODY_GLOBALS
-    names = [n for s in body for n in ast.walk(s)]
-    known |= {n.id for n in names if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    known |= {n.arg for n in names if isinstance(n, ast.arg)}  # lambda / comprehension arguments
-    if any(isinstance(n, ast.Attribute) and n.attr in methods and isinstance(n.value, ast.Name)
-           and n.value.id == "self" for n in names):
+    args = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]} | {p.arg for p in (a.vararg, a.kwarg) if p}
+    # what the body needs, closed over the helpers it reaches
+    need_defs: list[str] = []
+    need_methods: list[str] = []
+    need_imports: set[str] = set()
+    # (code, is it Model's own: its self is the model, whose helper methods it may call)
+    todo: list[tuple[list[ast.AST], bool]] = [(list(body), True)]
+    while todo:
+        nodes, own = todo.pop()
+        for name in sorted(_self_refs(nodes, methods) - set(need_methods) if own else ()):
+            if methods[name].decorator_list:
+                return None
+            need_methods.append(name)
+            todo.append(([methods[name]], True))
+        for name in sorted(_reads(nodes) - args - _BODY_GLOBALS):
+            if name in helpers.defs and name not in need_defs:
+                if getattr(helpers.defs[name], "decorator_list", None):
+                    return None
+                need_defs.append(name)
+                todo.append(([helpers.defs[name]], False))
+            elif name in helpers.imports:
+                need_imports.add(name)
+            elif name not in helpers.defs:
+                return None
+    module_code = [helpers.defs[n] for n in helpers.defs if n in need_defs]
+    model_code = [*(methods[n] for n in methods if n in need_methods), *body]
+    if any(isinstance(n, (ast.Global, ast.Nonlocal)) for s in [*module_code, *model_code] for n in ast.walk(s)):
         return None
-    if any(isinstance(n, ast.Name) and n.id not in known for n in names) or \
-            any(isinstance(n, (ast.Global, ast.Nonlocal, ast.FunctionDef, ast.ClassDef)) for n in names):
-        return None
-    return tuple(ast.unparse(s) for s in body)
+    if not _only_called(model_code, set(need_methods)):
+        return None  # a helper method read other than by calling it (a bound method stays a method)
+    rewrite = _SelfCalls(set(need_methods))
+    own = [ast.unparse(ast.fix_missing_locations(rewrite.visit(copy.deepcopy(s)))) for s in model_code]
+    imports = tuple(helpers.imports[n] for n in sorted(need_imports))
+    return (*imports, *(ast.unparse(s) for s in module_code), *own[:len(need_methods)]), tuple(own[len(need_methods):])
+
+
+def _only_called(nodes: list[ast.stmt], names: set[str]) -> bool:
+    """Every ``self.<name>`` among ``nodes`` is the function of a call."""
+    refs = [n for s in nodes for n in ast.walk(s) if isinstance(n, ast.Attribute) and n.attr in names
+            and isinstance(n.value, ast.Name) and n.value.id == "self"]
+    called = {id(n.func) for s in nodes for n in ast.walk(s) if isinstance(n, ast.Call)}
+    return all(id(r) in called for r in refs)
 
 
 def from_analysis(analysis: dict[str, Any]) -> Signature:

@@ -103,3 +103,93 @@ def test_a_class_attribute_the_constructor_reads_is_kept() -> None:
     x = torch.randn(2, 5, 9, 11)
     with torch.no_grad():
         torch.testing.assert_close(new(x), model(x), atol=1e-3, rtol=1e-3)
+
+
+DENSE = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Squeeze(nn.Module):
+    """A helper class of the reference's file, reading F."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.fc = nn.Linear(channels, channels)
+
+    def forward(self, x):
+        return x * F.sigmoid(self.fc(x.mean((2, 3)))).unsqueeze(-1).unsqueeze(-1)
+
+
+class Model(nn.Module):
+    def __init__(self, num_layers, in_channels, growth):
+        super(Model, self).__init__()
+
+        def norm(c):  # a function nested in the constructor
+            return nn.BatchNorm2d(c)
+
+        layers = []
+        for i in range(num_layers):
+            layers.append(self._make_layer(in_channels + i * growth, growth, norm))
+        self.layers = nn.ModuleList(layers)
+        self.squeeze = Squeeze(in_channels + num_layers * growth)
+
+    def _make_layer(self, c_in, growth, norm):
+        return nn.Sequential(norm(c_in), nn.ReLU(), nn.Conv2d(c_in, growth, 3, padding=1, bias=False))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.cat([x, layer(x)], 1)
+        return self.squeeze(x)
+
+
+num_layers = 3
+in_channels = 6
+growth = 4
+
+
+def get_inputs():
+    return [torch.randn(2, in_channels, 10, 12)]
+
+
+def get_init_inputs():
+    return [num_layers, in_channels, growth]
+'''
+
+
+def test_the_constructors_helpers_are_copied_so_every_size_builds_the_references_parameters() -> None:
+    """KernelBench level3/14 (DenseNet121DenseBlock) and the nets built of helper classes
+    (DenseNet, ResNet, EfficientNet, ShuffleNet...): the constructor calls a helper method of
+    Model, a helper class of the file and a function of its own, and the channel counts grow
+    (in + i x growth). ModelNew runs the same constructor with those helpers copied in, so its
+    parameters follow the constructor's arguments at sizes the engine never analysed."""
+    from agents.offline.signature import from_source
+
+    body = from_source(DENSE).init_body
+    assert body is not None and any(s.startswith("class Squeeze(nn.Module)") for s in body)
+    assert any("_make_layer(self, in_channels + i * growth, growth, norm)" in s for s in body), body
+    assert "import torch.nn.functional as F" in body
+    proposals = cpu_proposals(DENSE, 1)
+    assert proposals, "no C proposal"
+    ref, cand = load_source(DENSE, "ref_sd_dense"), load_source(proposals[0].source, "cand_sd_dense")
+    # the analysed sizes, then other channel counts (the layer count stays: ModelNew's forward
+    # is the traced graph, one stage per layer)
+    for init in ([3, 6, 4], [3, 5, 7]):
+        model = ref.Model(*init)
+        state = _trained(model)
+        new = cand.ModelNew(*init)
+        new.load_state_dict(state, strict=True)
+        model.load_state_dict(state)  # both in training mode, as the engine analysed it (batch statistics)
+        x = torch.randn(2, init[1], 7, 9)
+        with torch.no_grad():
+            torch.testing.assert_close(new(x), model(x), atol=1e-3, rtol=1e-3)
+
+
+def test_a_constructor_reading_a_module_constant_is_not_copied() -> None:
+    """A constructor reading a size constant of the reference's file (KernelBench level3/41's
+    ``batch_size``) cannot run in ModelNew, whose file has no such constant."""
+    from agents.offline.signature import from_source
+
+    source = DENSE.replace("self.squeeze = Squeeze(in_channels + num_layers * growth)",
+                           "self.h0 = torch.zeros(batch, growth)").replace("growth = 4\n", "growth = 4\nbatch = 2\n")
+    assert from_source(source).init_body is None
