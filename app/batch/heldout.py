@@ -9,16 +9,19 @@ search used), and, when the reference itself cannot run at those sizes (for
 instance channels that must stay divisible by a group count), to x2, which
 keeps every divisibility relation between sizes. The copy is made by editing
 the syntax tree (`ast`); nothing is executed here. Constants derived by
-arithmetic from other constants follow their inputs.
+arithmetic from other constants follow their inputs. The held-out judge checks
+correctness only (``held_out_options``): no timed pass, which is the final
+evaluation's, of the same code.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from sandbox import ProblemError
+from sandbox import EvalOptions, ProblemError
 
 SCALES: tuple[tuple[str, Callable[[int], int]], ...] = (
     ("x1.25 odd", lambda v: round(v * 1.25) | 1),
@@ -54,6 +57,13 @@ def scaled_source(source: str, scale: Callable[[int], int]) -> tuple[str, dict[s
     if not changed:
         return None
     return ast.unparse(tree) + "\n", changed
+
+
+def held_out_options(options: EvalOptions) -> EvalOptions:
+    """The judge's options for a held-out size: correctness only, untimed. The speed, and the
+    checks only a timed pass makes (the outside clock, the outputs after timing), are the
+    final evaluation's, of the same code; at a GB a call the timing was most of the cost."""
+    return replace(options, trials=3, time_reps=0, timing_sets=0, compile_baseline=False)
 
 
 def held_out(judge: JudgeFn, reference: str, name: str, candidate: str,

@@ -35,7 +35,7 @@ from ..hardware import cpu_label
 from ..kb import knowledge_base
 from ..kb.job_lessons import learn
 from .fit import with_memory_hint
-from .heldout import SCALES, SHRINK_SCALES, held_out
+from .heldout import SCALES, SHRINK_SCALES, held_out, held_out_options
 from .metrics import comparison_of
 
 _JUDGE: Judge | None = None
@@ -165,9 +165,7 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
         final, timed = final_evaluation(judge_fn, reference, name, best.code, options, seen, backend)
     heldout = None
     if spec.held_out and final and final["verdict"] == "pass":
-        # 3 timing sets, the judge's least: a 1-call pass put any hiccup of the machine on the
-        # one call the outside clock corroborates (a held-out Sigmoid failed timer_corroborated so)
-        quick = replace(options, trials=3, timing_sets=3, compile_baseline=False)
+        quick = held_out_options(options)
         heldout = held_out(lambda r, n, c: judge_fn(r, n, c, quick), reference, name, best.code,
                            SHRINK_SCALES if spec.problem.get("scaled") else SCALES)
     eval_s = time.monotonic() - evaluated

@@ -137,3 +137,26 @@ def test_held_out_of_a_problem_fitted_to_memory_shrinks_instead_of_growing():
     out = held_out(judge, REFERENCE, "ref", "class ModelNew: ...", SHRINK_SCALES)
     assert seen == [819] and out["status"] == "pass" and out["scale"] == "x0.8 odd"
     assert all(v < d for v, d in zip(out["sizes"].values(), (16, 1024, 8)))
+
+
+def test_the_held_out_judge_checks_correctness_untimed():
+    """At held-out sizes the judge runs the correctness trials and their checks, no timed pass:
+    a right C kernel passes with no timing measured, a wrong one still fails."""
+    from pathlib import Path
+
+    from app.batch.heldout import held_out_options
+    from sandbox import Judge
+
+    root = Path(__file__).resolve().parents[3] / "problems" / "level1"
+    reference = (root / "29_group_norm.py").read_text()
+    options = held_out_options(EvalOptions(device="cpu"))
+    with Judge(warm=True) as judge:
+        source, _ = scaled_source(reference, SHRINK_SCALES[0][1])
+        right = judge.evaluate(source, (root / "solutions" / "group_norm" / "correct_c.py").read_text(),
+                               "gn_heldout.py", "correct_c.py", options)
+        wrong = judge.evaluate(source, (root / "solutions" / "group_norm" / "wrong_unbiased_var.py").read_text(),
+                               "gn_heldout.py", "wrong.py", options)
+    assert right.verdict == "pass", right.reasons
+    assert not any(isinstance(v, dict) and v.get("times_ms") for v in right.timing.values()), right.timing
+    assert "speedup_vs_eager" not in right.timing
+    assert wrong.verdict == "fail" and any(r.startswith("correctness") for r in wrong.reasons), wrong.reasons
