@@ -28,6 +28,9 @@ MODULE_ATTRS = (
     # batch / instance / group norm, and losses
     "num_groups", "num_channels", "num_features", "affine", "track_running_stats", "momentum", "reduction",
     "margin", "delta", "log_target", "ignore_index", "label_smoothing", "swap",
+    # recurrent layers (LSTM, GRU, RNN)
+    "input_size", "hidden_size", "num_layers", "batch_first", "bidirectional", "proj_size", "dropout",
+    "nonlinearity",
 )
 
 
@@ -46,6 +49,8 @@ def _arg(a: Any) -> Any:
     tensors) item by item, anything else as ``_meta`` has it."""
     if hasattr(a, "name") and hasattr(a, "op"):
         return a.name
+    if isinstance(a, slice):  # an index: x[:, -1] is (slice(None), -1)
+        return {"slice": [_arg(a.start), _arg(a.stop), _arg(a.step)]}
     if isinstance(a, (list, tuple)):
         return [_arg(x) for x in a]
     return _meta(a)

@@ -32,6 +32,11 @@ FAMILIES: dict[str, tuple[int, set[str]]] = {
                       "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
                       "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
                       "_scaled_dot_product_flash_attention_for_cpu"}),
+    # recurrent layers: a product per step (torch's CPU LSTM is oneDNN's mkldnn_rnn_layer; its GRU
+    # and RNN decompose to addmm, the matmul family)
+    "rnn": (3, {"lstm", "gru", "rnn_tanh", "rnn_relu", "mkldnn_rnn_layer", "mkldnn_rnn", "lstm_cell", "gru_cell",
+                "rnn_tanh_cell", "rnn_relu_cell", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "_cudnn_rnn",
+                "miopen_rnn", "quantized_lstm", "quantized_gru", "_lstm_mps"}),
     "softmax": (2, {"softmax", "_softmax", "log_softmax", "_log_softmax", "special_softmax"}),
     "norm": (2, {"layer_norm", "native_layer_norm", "group_norm", "native_group_norm", "batch_norm",
                  "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",

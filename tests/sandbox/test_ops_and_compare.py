@@ -30,6 +30,16 @@ def test_an_op_of_a_heavier_family_than_the_reference_is_handing_off():
     assert ops.handed_off({"mm", "relu"}, {"_softmax"}) == []  # lighter than the reference's heaviest
 
 
+def test_a_recurrent_layer_handed_to_torch_is_handing_off():
+    # An LSTM with a linear head (KernelBench level3/35-38): torch's CPU LSTM is oneDNN's
+    # mkldnn_rnn_layer; a candidate writing only the head natively hands the layer to torch.
+    assert ops.handed_off({"mkldnn_rnn_layer", "addmm"}, {"mkldnn_rnn_layer", "clone"}) == ["mkldnn_rnn_layer"]
+    assert ops.handed_off({"mkldnn_rnn_layer"}, {"lstm"}) == ["lstm"]
+    # a GRU's reference decomposes to addmm; the candidate's torch GRU is a product all the same
+    assert ops.handed_off({"addmm", "sigmoid_", "tanh_"}, {"gru", "empty"}) == ["gru"]
+    assert ops.handed_off({"mkldnn_rnn_layer"}, {"empty", "select"}) == []
+
+
 def test_products_stand_in_for_each_other():
     # Attention written out (bmm + softmax) done by torch's fused attention, and the reverse;
     # a convolution done as unfold + mm.

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import composite, layers
+from . import composite, layers, recurrent
 from .expr import Expr, Unsupported, const
 
 __all__ = ["Expr", "Traced", "Unsupported", "build", "const"]
@@ -192,9 +192,17 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         return Expr("meta", name, op=f"getattr.{attr}")
     if target == "getitem":
         base = _ref(env, args[0])
+        selected = recurrent.getitem(base, args[1], name)
+        if selected is not None:
+            return selected
         if base.kind == "op" and base.op in ("max", "min") and base.attrs.get("dim") is not None and args[1] == 0:
             return Expr("op", name, op=base.op, args=base.args, attrs={**base.attrs, "values": True})
-        return Expr("meta", name, op="getitem")
+        index = _index(args[1])
+        if index is not None and base.kind in ("op", "input") and base.shape is not None \
+                and len(index) <= len(base.shape):
+            return Expr("op", name, op="select", args=(base,), attrs={"index": index})
+        # an item of something the IR could not express says why that was
+        return Expr("meta", name, op="getitem", value=base.value if base.kind == "meta" else None)
     if target in ("tensor", "scalar_tensor", "as_tensor") and args and isinstance(args[0], (int, float)) \
             and not isinstance(args[0], bool):
         return const(float(args[0]))  # torch.tensor(v, device=x.device): a scalar
@@ -287,6 +295,22 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         if layer is not None:
             return layer
     raise Unsupported(f"no family for {node['target']} (node {name}, {node['op']})")
+
+
+def _index(raw: Any) -> tuple[int | None, ...] | None:
+    """A tensor index of ints and whole-dim slices (``x[:, -1, :]``) as one entry per dim it
+    reads: the int, or None for ``:``; None for any other index (a partial slice, None,
+    Ellipsis, a tensor)."""
+    items = raw if isinstance(raw, list) else [raw]
+    out: list[int | None] = []
+    for item in items:
+        if isinstance(item, int) and not isinstance(item, bool):
+            out.append(item)
+        elif isinstance(item, dict) and item.get("slice") == [None, None, None]:
+            out.append(None)
+        else:
+            return None
+    return tuple(out) if any(i is not None for i in out) else None
 
 
 def _norm_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr:
@@ -408,6 +432,9 @@ def _module_node(node: dict[str, Any], env: dict[str, Expr], params: dict[str, A
                                               "label_smoothing": attrs.get("label_smoothing", 0.0),
                                               "weight": params.get(f"{path}.weight")},
                                        attrs.get("reduction", "mean"), name)
+    if cls in recurrent.MODULES:
+        return recurrent.module_node(cls, node.get("attrs") or {}, node, name, path, lambda v: _tensor(env, v, name),
+                                     params)
     if cls in composite.LOSS_MODULES:
         return composite.module_loss(cls, node.get("attrs") or {}, [_tensor(env, a, name) for a in node["args"]],
                                      name)

@@ -184,3 +184,23 @@ def permute(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     if perm == list(range(nd)):
         raise NoMatch("the permutation is the identity")
     return Match("permute", f"permute {tuple(perm)}", ctx, {"x": x, "perm": perm, "out_shape": out_shape})
+
+
+def recurrent(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """An LSTM, GRU or plain RNN (``ir.recurrent``) over a forward input, its initial state
+    forward inputs or none (zeros), the tensor forward selects from its result written."""
+    if root.kind != "op" or root.op != "rnn" or root.attrs["select"] not in ("output", "h_n", "c_n"):
+        raise NoMatch("the output is not a recurrent layer's output or final state")
+    x, h0, c0 = root.args
+    x = forward_input(x, "recurrent")
+    if len(x.shape or ()) != 3:
+        raise NoMatch(f"a recurrent layer over a {len(x.shape or ())}-d input (batched 3-d only)")
+    state = [e if e.kind == "const" else forward_input(e, "initial state") for e in (h0, c0)]
+    if any(e.kind == "const" and e.value is not None for e in state):
+        raise NoMatch("a recurrent layer's initial state is a constant")
+    a = root.attrs
+    spec = {"x": x, "h0": state[0], "c0": state[1], "select": a["select"], "cell": a["cell"], "gates": a["gates"],
+            "nonlinearity": a["nonlinearity"], "layers": a["layers"], "directions": a["directions"],
+            "batch_first": a["batch_first"], "weights": a["weights"], "out_shape": out_shape}
+    kind = f"{a['cell']}{' bidirectional' if a['directions'] == 2 else ''}, {a['layers']} layer(s) -> {a['select']}"
+    return Match("recurrent", kind, ctx, spec)

@@ -42,11 +42,14 @@ class Stage:
 
     @property
     def kind(self) -> str:
-        return self.match.kind if self.match else "reshape"
+        return self.match.kind if self.match else "index" if self.node.op == "select" else "reshape"
 
 
 def _reshape(e: Expr) -> bool:
-    return e.kind == "op" and e.op == "view" and e.shape is not None and e.shape != e.args[0].shape
+    """A stage that is a view of the tensor before it, no kernel: a reshape, or an index by
+    ints and whole-dim slices (``out[:, -1, :]``, the next stage makes it contiguous)."""
+    return e.kind == "op" and (e.op == "view" and e.shape is not None and e.shape != e.args[0].shape
+                               or e.op == "select")
 
 
 def _pointwise(e: Expr) -> bool:
@@ -213,6 +216,8 @@ def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
         var = ctx.forward_arg(src.index)
     else:
         raise NoMatch(f"{node.name}: a reshape of {src.kind} {src.name}")
+    if node.op == "select":
+        return f"{var}[{', '.join(':' if i is None else str(i) for i in node.attrs['index'])}]"
     terms = view_terms(tuple(src.shape or ()), tuple(node.shape or ()))
     if terms is not None:
         return f"{var}.reshape({', '.join(t.format(t=var) for t in terms)})"

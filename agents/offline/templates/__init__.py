@@ -16,7 +16,7 @@ from .pipeline import Pipeline
 # module of the same name in cpu/ (adding a family: docs/architecture.md).
 NAMES: tuple[str, ...] = ("elementwise", "softmax", "norm", "reduction", "matmul", "pooling", "argreduce", "scan",
                           "channel_norm", "conv", "attention", "triangle", "cross_entropy", "concat",
-                          "permute")
+                          "permute", "recurrent")
 
 
 def _modules(package: str) -> dict[str, ModuleType]:
