@@ -61,6 +61,7 @@ BUNDLED = {
     "problems/level1/35_concat_channels.py": "concat",
     "problems/level1/36_split_heads.py": "pipeline",
     "problems/level1/37_channels_first.py": "permute",
+    "problems/level1/38_lstm_bidirectional.py": "recurrent",
 }
 
 TRITON_CHECK = """

@@ -24,6 +24,7 @@ PARAM_SPACE: list[dict[str, Any]] = [
     {"par_min": 16384},        # the gates of a step on every thread once a step has 16K of them
     {"par_min": 1 << 30},      # one thread for the gates (a small batch: the fork costs more)
     {"par_min": 2048},
+    {"par_min": 65536},
 ]
 
 CELLS = {"LSTM": 0, "GRU": 1, ("RNN", "tanh"): 2, ("RNN", "relu"): 3}
