@@ -15,7 +15,8 @@ import torch
 from .cpu_harness import cpu_proposals, load_source
 
 ROOT = Path(__file__).resolve().parents[2]
-NETWORKS = ["1_mlp.py", "8_conv1d_residual_block.py", "9_small_conv_net.py", "10_transformer_block.py"]
+NETWORKS = ["1_mlp.py", "5_multihead_self_attention.py", "8_conv1d_residual_block.py", "9_small_conv_net.py",
+            "10_transformer_block.py"]
 
 
 def _trained(model: torch.nn.Module) -> dict[str, torch.Tensor]:
