@@ -459,3 +459,25 @@ EVAL_NORM = {
             return torch.relu(self.bn(self.conv(x)))
     """, "[torch.randn(2, cin, 12, 10)]", "[cin, cout]", "cin = 5\ncout = 7")),
 }
+
+# recurrent layers (more kinds, and the judge: tests/agents/test_offline_recurrent.py)
+RECURRENT = {
+ "lstm_stacked_h_n": ref("""
+    class Model(nn.Module):
+        def __init__(self, n_in, hidden):
+            super().__init__()
+            self.lstm = nn.LSTM(n_in, hidden, 2, batch_first=True)
+        def forward(self, x, h0, c0):
+            return self.lstm(x, (h0, c0))[1][0]
+    """, "[torch.randn(3, 6, n_in), torch.randn(2, 3, hidden), torch.randn(2, 3, hidden)]", "[n_in, hidden]",
+    "n_in = 9\nhidden = 11"),
+ "gru_bidirectional_output": ref("""
+    class Model(nn.Module):
+        def __init__(self, n_in, hidden):
+            super().__init__()
+            self.gru = nn.GRU(n_in, hidden, 1, bidirectional=True)
+        def forward(self, x):
+            out, _ = self.gru(x)
+            return out
+    """, "[torch.randn(5, 2, n_in)]", "[n_in, hidden]", "n_in = 7\nhidden = 10"),
+}

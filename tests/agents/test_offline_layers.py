@@ -30,6 +30,7 @@ from tests.agents.layer_cases import (
     EVAL_NORM,
     PERMUTE,
     POOLING,
+    RECURRENT,
     SCAN,
     TRIANGLE,
 )
@@ -42,7 +43,7 @@ CASES = {**{k: ("pooling" if k != "adaptive" else "reduction", v) for k, v in PO
          **{k: ("pipeline", v) for k, v in COMPOSITE.items()},
          **{k: ("attention", v) for k, v in ATTENTION.items()}, **{k: ("triangle", v) for k, v in TRIANGLE.items()},
          **{k: ("concat", v) for k, v in CONCAT.items()}, **{k: ("permute", v) for k, v in PERMUTE.items()},
-         **CROSS_ENTROPY, **EVAL_NORM}
+         **{k: ("recurrent", v) for k, v in RECURRENT.items()}, **CROSS_ENTROPY, **EVAL_NORM}
 EXACT = set(ARGREDUCE) | set(CONCAT) | set(PERMUTE)  # indices and copies: no tolerance
 BUNDLED = {
     "problems/level1/24_max_pool2d.py": "pooling",

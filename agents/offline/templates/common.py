@@ -177,3 +177,24 @@ def triton_epilogue(writer: ExprWriter, spec: dict, loads: dict[str, str], inden
         out.docs.append(f"{v}_ptr: {leaf.ref}, {spec['kinds'][id(leaf)]} operand of the epilogue")
     out.result = writer.emit(spec["root"])
     return out
+
+
+# The recurrent cells as both recurrent templates' kernels number them.
+RNN_CELLS: dict[Any, int] = {"LSTM": 0, "GRU": 1, ("RNN", "tanh"): 2, ("RNN", "relu"): 3}
+
+
+def recurrent_call(match: Any, ctx: Context) -> tuple[int, str]:
+    """A recurrent match's cell number and forward's call of the host, ``recurrent(x, h0, c0,
+    [(w_ih, w_hh, b_ih, b_hh) per layer and direction])``: weights read off the module at run
+    time, a missing initial state or bias as None."""
+    spec = match.spec
+    key = spec["cell"] if spec["cell"] != "RNN" else ("RNN", spec["nonlinearity"])
+    if key not in RNN_CELLS:
+        raise NotRenderable(f"{match.kind}: no cell for {key!r}")
+    x, h0, c0 = spec["x"], spec["h0"], spec["c0"]
+    if any(e.dtype not in (None, "float32") for e in (x, h0, c0) if e.kind == "input"):
+        raise NotRenderable(f"{match.kind}: the recurrent templates compute float32")
+    weights = ", ".join("(" + ", ".join("None" if k is None else ctx.param_access(k) for k in keys) + ")"
+                        for keys in spec["weights"])
+    state = [ctx.forward_arg(e.index) if e.kind == "input" else "None" for e in (h0, c0)]
+    return RNN_CELLS[key], f"recurrent({ctx.forward_arg(x.index)}, {state[0]}, {state[1]}, [{weights}])"

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common import NotRenderable
-from .common import module_source, require_float32
+from ..common import recurrent_call
+from .common import module_source
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"par_min": 16384},        # the gates of a step on every thread once a step has 16K of them
@@ -26,8 +26,6 @@ PARAM_SPACE: list[dict[str, Any]] = [
     {"par_min": 2048},
     {"par_min": 65536},
 ]
-
-CELLS = {"LSTM": 0, "GRU": 1, ("RNN", "tanh"): 2, ("RNN", "relu"): 3}
 
 KERNEL = '''#include <cblas.h>
 #include <math.h>
@@ -154,22 +152,14 @@ HOST = '''def recurrent(x: torch.Tensor, h0: torch.Tensor | None, c0: torch.Tens
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
-    x, h0, c0 = spec["x"], spec["h0"], spec["c0"]
-    require_float32(x.dtype, *(e.dtype for e in (h0, c0) if e.kind == "input"))
-    key = spec["cell"] if spec["cell"] != "RNN" else ("RNN", spec["nonlinearity"])
-    if key not in CELLS:
-        raise NotRenderable(f"{match.kind}: no C cell for {key!r}")
+    cell, call = recurrent_call(match, ctx)
     kernel = KERNEL.format(par_min=int(params["par_min"]))
     bf = bool(spec["batch_first"])
     host = HOST.format(what=match.kind, layers=spec["layers"], directions=spec["directions"], gates=spec["gates"],
                        select=spec["select"], steps="x.shape[1], x.shape[0]" if bf else "x.shape[0], x.shape[1]",
-                       gru=int(spec["cell"] == "GRU"), batch_first=int(bf), cell=CELLS[key],
+                       gru=int(spec["cell"] == "GRU"), batch_first=int(bf), cell=cell,
                        result={"output": "out", "h_n": "hn", "c_n": "cn"}[spec["select"]])
-    weights = ", ".join("(" + ", ".join("None" if k is None else ctx.param_access(k) for k in keys) + ")"
-                        for keys in spec["weights"])
-    state = [ctx.forward_arg(e.index) if e.kind == "input" else "None" for e in (h0, c0)]
-    forward = [f"return recurrent({ctx.forward_arg(x.index)}, {state[0]}, {state[1]}, [{weights}])"]
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
     doc = f"{match.kind} in C (offline engine, no LLM, backend cpu), OpenBLAS's sgemm per step.\n\n" \
           f"Parameters: {knobs}.\n"
-    return module_source(doc, kernel, PROTOS, "recurrent", [host], ctx, forward)
+    return module_source(doc, kernel, PROTOS, "recurrent", [host], ctx, [f"return {call}"])

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common import NotRenderable, model_class, module_source
+from ..common import model_class, module_source, recurrent_call
 
 PARAM_SPACE: list[dict[str, Any]] = [
     {"BJ": 32, "BK": 64, "BN": 64, "num_warps": 4},
@@ -24,8 +24,6 @@ PARAM_SPACE: list[dict[str, Any]] = [
     {"BJ": 16, "BK": 128, "BN": 64, "num_warps": 2},
     {"BJ": 128, "BK": 32, "BN": 128, "num_warps": 8},
 ]
-
-CELLS = {"LSTM": 0, "GRU": 1, ("RNN", "tanh"): 2, ("RNN", "relu"): 3}
 
 KERNEL = '''@triton.jit
 def rnn_sig(v):
@@ -163,23 +161,14 @@ HOST = '''def recurrent(x: torch.Tensor, h0: torch.Tensor | None, c0: torch.Tens
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
-    x, h0, c0 = spec["x"], spec["h0"], spec["c0"]
-    dtypes = [x.dtype, *(e.dtype for e in (h0, c0) if e.kind == "input")]
-    if any(d not in (None, "float32") for d in dtypes):
-        raise NotRenderable(f"{match.kind}: the recurrent template computes float32, not {dtypes}")
-    key = spec["cell"] if spec["cell"] != "RNN" else ("RNN", spec["nonlinearity"])
-    if key not in CELLS:
-        raise NotRenderable(f"{match.kind}: no Triton cell for {key!r}")
+    cell, call = recurrent_call(match, ctx)
     bf = bool(spec["batch_first"])
     host = HOST.format(what=match.kind, layers=spec["layers"], directions=spec["directions"], gates=spec["gates"],
                        select=spec["select"], steps="x.shape[1], x.shape[0]" if bf else "x.shape[0], x.shape[1]",
-                       gru=spec["cell"] == "GRU", batch_first=bf, cell=CELLS[key], bn=params["BN"], bk=params["BK"],
+                       gru=spec["cell"] == "GRU", batch_first=bf, cell=cell, bn=params["BN"], bk=params["BK"],
                        bj=params["BJ"], warps=params["num_warps"],
                        result={"output": "out", "h_n": "hn", "c_n": "cn"}[spec["select"]])
-    weights = ", ".join("(" + ", ".join("None" if k is None else ctx.param_access(k) for k in keys) + ")"
-                        for keys in spec["weights"])
-    state = [ctx.forward_arg(e.index) if e.kind == "input" else "None" for e in (h0, c0)]
-    cls = model_class(ctx, [f"return recurrent({ctx.forward_arg(x.index)}, {state[0]}, {state[1]}, [{weights}])"],
+    cls = model_class(ctx, [f"return {call}"],
                       "Same constructor, parameters and forward signature as the reference's Model.")
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
     doc = f"{match.kind} in Triton (offline engine, no LLM).\n\nLaunch parameters: {knobs}.\n"
