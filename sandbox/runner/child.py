@@ -1,7 +1,7 @@
 """The runner child's entry point: one job, handed to the code for its role
 (reference, build and candidate in harness.py, analyze in analyze.py, tune in
-tune.py), with a final "done" frame, or an "error" frame naming the phase that
-failed."""
+tune.py, the reference again in float64 in reference64.py), with a final "done"
+frame, or an "error" frame naming the phase that failed."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 from .analyze import run_analyze
 from .harness import Emit, run_build, run_candidate, run_reference
 from .loader import LoadError, describe
+from .reference64 import run_reference64
 from .tune import run_tune
 
 
@@ -23,6 +24,8 @@ def run(job: dict[str, Any], emit: Emit) -> None:
             run_analyze(job, emit)
         elif job["role"] == "tune":
             run_tune(job, emit)
+        elif job["role"] == "reference64":
+            run_reference64(job, emit)
         else:
             run_candidate(job, emit)
     except LoadError as exc:

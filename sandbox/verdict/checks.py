@@ -86,7 +86,7 @@ def trial_checks(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]], can
         ran[bucket] += 1
         r = ref[i]
         fmt, nonfinite, values = compare.output_problems(r["structure"], r["outputs"], c["structure"],
-                                                         c["outputs"], c["kinds"], tol)
+                                                         c["outputs"], c["kinds"], tol, ref64=r.get("outputs64"))
         if values and c.get("unloaded"):
             values.append("reference parameters not loaded into ModelNew (no parameter of that name and shape): "
                           + ", ".join(c["unloaded"]))
@@ -194,7 +194,8 @@ def post_timing_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]]
     for name, k, structure, outs in calls:
         r = ref[sets[k]]
         fmt, nonfinite, values = compare.output_problems(r["structure"], r["outputs"], structure,
-                                                         outs, ["torch.Tensor"] * len(outs), tol)
+                                                         outs, ["torch.Tensor"] * len(outs), tol,
+                                                         ref64=r.get("outputs64"))
         problems += [f"{name}: {p}" for p in fmt + nonfinite + values]
     return Check("post_timing", FAIL if problems else PASS,
                  ("outputs of the timed calls (each on inputs never seen before) are wrong: " + _group_calls(problems))

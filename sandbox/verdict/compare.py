@@ -101,15 +101,62 @@ def all_close(o: torch.Tensor, r: torch.Tensor, atol: float, rtol: float) -> boo
     return mismatch(o, r, atol, rtol, first=True) is None
 
 
+# The reference's own rounding (issue 28: honest kernels rejected). Where the float32 reference
+# is itself off from its float64 run by more than the tolerance (a sum over thousands of terms),
+# a candidate passes when every value is within the tolerance plus CALIBRATED_K times the float32
+# reference's worst deviation of the float64 value. Past CALIBRATED_CAP of the float64 output's
+# largest magnitude (at least 1) that deviation is not rounding (a random draw, a model with state):
+# nothing is calibrated then.
+CALIBRATED_K = 2.0
+CALIBRATED_CAP = 1e-2
+
+
+def calibrated_close(o: torch.Tensor, r: torch.Tensor, r64: Any, atol: float, rtol: float) -> bool:
+    """``o`` within the tolerance of the float64 reference ``r64``, widened by the float32
+    reference ``r``'s own deviation from it (``CALIBRATED_K`` times its worst)."""
+    if not (isinstance(r64, torch.Tensor) and r64.shape == r.shape == o.shape and r.dtype.is_floating_point
+            and r64.dtype == torch.float64):
+        return False
+    if not (bool(torch.isfinite(r64).all()) and bool(torch.isfinite(o).all())):
+        return False
+    deviation = float((r.to(torch.float64) - r64).abs().max()) if r.numel() else 0.0
+    if deviation > CALIBRATED_CAP * max(1.0, float(r64.abs().max()) if r.numel() else 1.0):
+        return False
+    allowed = r64.abs().mul_(rtol).add_(atol + CALIBRATED_K * deviation)
+    return bool((o.to(torch.float64) - r64).abs_().le_(allowed).all())
+
+
+def could_calibrate(ref: list[Any], outs: list[Any], override: tuple[float, float] | None = None) -> bool:
+    """Whether the float64 reference could turn these outputs' mismatch into a pass: floating
+    outputs of the reference's shapes, finite, none off by more than any calibration allows."""
+    if len(ref) != len(outs):
+        return False
+    for r, o in zip(ref, outs):
+        if not (isinstance(r, torch.Tensor) and isinstance(o, torch.Tensor) and r.dtype.is_floating_point
+                and o.shape == r.shape and o.dtype == r.dtype):
+            return False
+        if not r.numel():
+            continue
+        atol, rtol = tolerances.for_dtype(r.dtype, override)
+        top = float(r.abs().max())
+        worst = float((o.to(torch.float64) - r.to(torch.float64)).abs().max())
+        if not worst <= atol + rtol * top + CALIBRATED_K * CALIBRATED_CAP * max(1.0, top) * 1.01:
+            return False  # NaN included
+    return True
+
+
 def value_problems(ref: list[Any], outs: list[Any], override: tuple[float, float] | None = None,
-                   first: bool = False) -> list[str]:
+                   first: bool = False, ref64: list[Any] | None = None) -> list[str]:
     """Outputs not close to the reference's; ``first``: whether any is, counted in the
-    first chunk that differs (the message's counts are then a lower bound)."""
+    first chunk that differs (the message's counts are then a lower bound). ``ref64``:
+    the reference's outputs in float64, where the judge ran it so (``calibrated_close``)."""
     problems = []
     for i, (r, o) in enumerate(zip(ref, outs)):
         atol, rtol = tolerances.for_dtype(r.dtype, override)
         found = mismatch(o, r, atol, rtol, first)
         if found is None:
+            continue
+        if ref64 is not None and i < len(ref64) and calibrated_close(o, r, ref64[i], atol, rtol):
             continue
         count, worst, where = found
         problems.append(
@@ -122,14 +169,14 @@ def value_problems(ref: list[Any], outs: list[Any], override: tuple[float, float
 
 
 def output_problems(ref_struct: str, ref: list[Any], struct: str, outs: list[Any], kinds: list[str],
-                    override: tuple[float, float] | None = None,
-                    first: bool = False) -> tuple[list[str], list[str], list[str]]:
+                    override: tuple[float, float] | None = None, first: bool = False,
+                    ref64: list[Any] | None = None) -> tuple[list[str], list[str], list[str]]:
     """(format, non-finite, values) problems, each checked only when the one before is
     clean; ``first``: only whether there are value problems (``value_problems``)."""
     fmt = format_problems(ref_struct, ref, struct, outs, kinds)
     if fmt:
         return fmt, [], []
-    return fmt, nonfinite_problems(ref, outs), value_problems(ref, outs, override, first)
+    return fmt, nonfinite_problems(ref, outs), value_problems(ref, outs, override, first, ref64)
 
 
 def changed_inputs(before: list[Any], after: list[Any]) -> list[int]:
