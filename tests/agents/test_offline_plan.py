@@ -17,12 +17,12 @@ from tests.agents.test_offline import analysis, node, ref
 def test_an_op_no_family_covers_is_named() -> None:
     a = analysis([
         node("x", "placeholder", "x", shape=[4, 8, 5]),
-        node("rnn", "call_module", "GRU", ["x"], shape=[4, 8, 5], module="rnn"),
-        node("output", "output", "output", ["rnn"]),
+        node("shuffle", "call_module", "ChannelShuffle", ["x"], shape=[4, 8, 5], module="shuffle"),
+        node("output", "output", "output", ["shuffle"]),
     ], [[4, 8, 5]], [4, 8, 5])
     plan = OfflineEngine("cpu").plan(a)
     assert plan.proposals == [] and plan.family is None
-    assert plan.reason == "no family for nn.GRU (module rnn)"
+    assert plan.reason == "no family for nn.ChannelShuffle (module shuffle)"
     assert plan.to_json()["reason"] == plan.reason and plan.to_json()["proposals"] == 0
 
 
