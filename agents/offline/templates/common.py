@@ -183,10 +183,11 @@ def triton_epilogue(writer: ExprWriter, spec: dict, loads: dict[str, str], inden
 RNN_CELLS: dict[Any, int] = {"LSTM": 0, "GRU": 1, ("RNN", "tanh"): 2, ("RNN", "relu"): 3}
 
 
-def recurrent_call(match: Any, ctx: Context) -> tuple[int, str]:
-    """A recurrent match's cell number and forward's call of the host, ``recurrent(x, h0, c0,
-    [(w_ih, w_hh, b_ih, b_hh) per layer and direction])``: weights read off the module at run
-    time, a missing initial state or bias as None."""
+def recurrent_call(match: Any, ctx: Context) -> tuple[dict[str, Any], str]:
+    """What both recurrent templates' hosts are written from (``HOST.format`` fields: the cell's
+    number, layers, directions, gates, which tensor is returned...) and forward's call of the host,
+    ``recurrent(x, h0, c0, [(w_ih, w_hh, b_ih, b_hh) per layer and direction])``: weights read
+    off the module at run time, a missing initial state or bias as None."""
     spec = match.spec
     key = spec["cell"] if spec["cell"] != "RNN" else ("RNN", spec["nonlinearity"])
     if key not in RNN_CELLS:
@@ -197,4 +198,9 @@ def recurrent_call(match: Any, ctx: Context) -> tuple[int, str]:
     weights = ", ".join("(" + ", ".join("None" if k is None else ctx.param_access(k) for k in keys) + ")"
                         for keys in spec["weights"])
     state = [ctx.forward_arg(e.index) if e.kind == "input" else "None" for e in (h0, c0)]
-    return RNN_CELLS[key], f"recurrent({ctx.forward_arg(x.index)}, {state[0]}, {state[1]}, [{weights}])"
+    bf = bool(spec["batch_first"])
+    fields = {"what": match.kind, "layers": spec["layers"], "directions": spec["directions"], "gates": spec["gates"],
+              "select": spec["select"], "steps": "x.shape[1], x.shape[0]" if bf else "x.shape[0], x.shape[1]",
+              "gru": int(spec["cell"] == "GRU"), "batch_first": int(bf), "cell": RNN_CELLS[key],
+              "result": {"output": "out", "h_n": "hn", "c_n": "cn"}[spec["select"]]}
+    return fields, f"recurrent({ctx.forward_arg(x.index)}, {state[0]}, {state[1]}, [{weights}])"

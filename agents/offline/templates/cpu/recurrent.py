@@ -151,14 +151,9 @@ HOST = '''def recurrent(x: torch.Tensor, h0: torch.Tensor | None, c0: torch.Tens
 
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
-    spec = match.spec
-    cell, call = recurrent_call(match, ctx)
+    fields, call = recurrent_call(match, ctx)
     kernel = KERNEL.format(par_min=int(params["par_min"]))
-    bf = bool(spec["batch_first"])
-    host = HOST.format(what=match.kind, layers=spec["layers"], directions=spec["directions"], gates=spec["gates"],
-                       select=spec["select"], steps="x.shape[1], x.shape[0]" if bf else "x.shape[0], x.shape[1]",
-                       gru=int(spec["cell"] == "GRU"), batch_first=int(bf), cell=cell,
-                       result={"output": "out", "h_n": "hn", "c_n": "cn"}[spec["select"]])
+    host = HOST.format(**fields)
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
     doc = f"{match.kind} in C (offline engine, no LLM, backend cpu), OpenBLAS's sgemm per step.\n\n" \
           f"Parameters: {knobs}.\n"

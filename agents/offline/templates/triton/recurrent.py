@@ -160,14 +160,8 @@ HOST = '''def recurrent(x: torch.Tensor, h0: torch.Tensor | None, c0: torch.Tens
 
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
-    spec = match.spec
-    cell, call = recurrent_call(match, ctx)
-    bf = bool(spec["batch_first"])
-    host = HOST.format(what=match.kind, layers=spec["layers"], directions=spec["directions"], gates=spec["gates"],
-                       select=spec["select"], steps="x.shape[1], x.shape[0]" if bf else "x.shape[0], x.shape[1]",
-                       gru=spec["cell"] == "GRU", batch_first=bf, cell=cell, bn=params["BN"], bk=params["BK"],
-                       bj=params["BJ"], warps=params["num_warps"],
-                       result={"output": "out", "h_n": "hn", "c_n": "cn"}[spec["select"]])
+    fields, call = recurrent_call(match, ctx)
+    host = HOST.format(**fields, bn=params["BN"], bk=params["BK"], bj=params["BJ"], warps=params["num_warps"])
     cls = model_class(ctx, [f"return {call}"],
                       "Same constructor, parameters and forward signature as the reference's Model.")
     knobs = ", ".join(f"{k}={v}" for k, v in params.items())
