@@ -250,16 +250,19 @@ class Judge:
                 self.close()
 
     def tune(self, reference: str, variants: list[str], reference_name: str = "reference.py",
-             options: EvalOptions | None = None, budget_s: float = tuning.TUNE_BUDGET_S) -> tuning.TuneResult:
+             options: EvalOptions | None = None, budget_s: float = tuning.TUNE_BUDGET_S,
+             judged: int = 0) -> tuning.TuneResult:
         """Many variants of one native CPU proposal timed cheaply in one warm job, fastest first
-        (``sandbox/tuning.py``): a ranking for the search, never a verdict."""
+        (``sandbox/tuning.py``): a ranking for the search, never a verdict. ``judged``: how many
+        of the first variants the caller judges in full whatever the ranking says."""
         options = options or EvalOptions()
         if resolve_device(options.device) != "cpu":
             raise ProblemError("the tuning pass times native CPU kernels: run it with device cpu")
         try:
             session = self.session(options.sandbox, "cpu")
             return tuning.tune(lambda job: self._run(options, "cpu", job), session.ready.get("native"), reference,
-                               variants, reference_name, options.threads, options.tolerance, budget_s)
+                               variants, reference_name, options.threads, options.tolerance, budget_s,
+                               judged=judged)
         finally:
             if not self.warm:
                 self.close()

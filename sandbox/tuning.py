@@ -88,9 +88,12 @@ def _sources(source: str, filename: str, tuned: Tuned) -> list[NativeSource]:
 
 def tune(run: Callable[[dict[str, Any]], JobOutcome], specs: dict[str, str] | None, reference: str,
          variants: list[str], reference_name: str, threads: int | None,
-         tolerance: tuple[float, float] | None, budget_s: float = TUNE_BUDGET_S, seed: int = 0) -> TuneResult:
+         tolerance: tuple[float, float] | None, budget_s: float = TUNE_BUDGET_S, seed: int = 0,
+         judged: int = 0) -> TuneResult:
     """``run`` runs one job in the warm sandbox (the judge's); ``specs`` are the
-    sandbox's compiler specs (its ready frame's ``native``)."""
+    sandbox's compiler specs (its ready frame's ``native``). ``judged``: how many of the
+    first variants the caller judges in full anyway; a pass whose budget cannot rank more
+    than those stops after its first check (``runner/tune._ranks_nothing``)."""
     started = time.monotonic()
     problem = load_problem(reference_name, reference)
     result = TuneResult([Tuned(i) for i in range(len(variants))])
@@ -117,6 +120,7 @@ def tune(run: Callable[[dict[str, Any]], JobOutcome], specs: dict[str, str] | No
                "defaults": problem.literal_dims,
                "threads": threads, "variants": job_variants, "native_prebuilt": prebuilt, "sets": TUNE_SETS,
                "budget_s": budget_s, "pass_budget_s": max(TUNE_PASS_BUDGET_S, 4 * budget_s), "seed": seed,
+               "judged": judged,
                "tolerances": {k: [v["atol"], v["rtol"]] for k, v in tolerances.describe().items()},
                "tolerance": list(tolerance) if tolerance else None}
         try:

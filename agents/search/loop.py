@@ -205,8 +205,9 @@ class Search:
         if traj.tuning.get("proposals") == described and traj.tuning.get("order"):
             return [plan.proposals[i] for i in traj.tuning["order"]]
         try:
+            # the starters are judged in full whatever the ranking: a pass that can rank no more stops early
             result = self.evaluator.tune(traj.reference, [p.source for p in plan.proposals], traj.problem,
-                                         self.options)
+                                         self.options, judged=self.config.offline_starters)
         except Exception as exc:  # the tuning pass only orders proposals: without it they keep the engine's order
             log.warning("tuning pass failed, proposals keep the engine's order: %s", exc)
             traj.tuning = {"error": str(exc)[:2000]}

@@ -47,6 +47,18 @@ def _over_budget(checked_s: float, checked: int, right: int, pass_budget_s: floa
     return checked_s + per_check + (right + 1) * per_check * TIMING_PER_CHECK > pass_budget_s
 
 
+def _ranks_nothing(checked_s: float, checked: int, pass_budget_s: float, judged: int) -> int:
+    """How many variants the whole pass could check and time within its budget, when that is
+    no more than the ``judged`` ones the search judges in full anyway (0 otherwise): the search
+    judges the engine's first ``judged`` variants whatever the pass says, so a pass that can
+    rank no others only costs its time (a GB a call: 4 variants in 32 s, then exactly those 4
+    judged). Decided from what the first check cost."""
+    if judged <= 0 or checked == 0 or pass_budget_s <= 0:
+        return 0
+    fits = int(pass_budget_s // ((checked_s / checked) * (1.0 + TIMING_PER_CHECK)))
+    return max(fits, 1) if fits <= judged else 0
+
+
 def _close(got: list[Any], want: list[Any], tolerances: dict[str, list[float]],
            override: list[float] | None) -> str:
     """'' when every output matches within the judge's tolerances, else why not."""
@@ -107,11 +119,20 @@ def run_tune(job: dict[str, Any], emit: Emit) -> None:
             wanted = max(MIN_TUNE_SETS, min(wanted, cap))
     parties: list[tuple[str, Any]] = [("eager", model)]
     pass_budget_s = float(job.get("pass_budget_s") or 0.0)
+    judged = int(job.get("judged") or 0)  # the variants the search judges in full whatever the pass says
     checks_started, checked = timing._perf_ns(), 0
     for variant in job["variants"]:
         index, filename = variant["index"], variant["filename"]
         frame: dict[str, Any] = {"kind": "variant", "index": index}
         checked_s = (timing._perf_ns() - checks_started) / 1e9
+        fits = _ranks_nothing(checked_s, checked, pass_budget_s, judged)
+        if fits:
+            frame.update(status="skipped", detail=f"the tuning pass's time budget ({pass_budget_s:g} s) holds "
+                                                  f"about {fits} variant(s) at {checked_s / checked:.1f} s a check, "
+                                                  f"no more than the {judged} the search judges in full: the "
+                                                  "engine's order stands")
+            emit(frame)
+            continue
         if pass_budget_s and _over_budget(checked_s, checked, len(parties) - 1, pass_budget_s):
             frame.update(status="skipped", detail=f"the tuning pass's time budget ({pass_budget_s:g} s): "
                                                   f"{checked} variants checked in {checked_s:.1f} s")

@@ -135,6 +135,36 @@ def test_the_pass_leaves_out_what_its_time_budget_cannot_hold(monkeypatch):
     assert result.order()[tune.MIN_TUNED:] == list(range(tune.MIN_TUNED, 8))
 
 
+def test_a_pass_that_can_rank_no_more_than_the_search_judges_stops_after_its_first_check(monkeypatch):
+    """When the budget holds no more variants than the search judges in full anyway (a GB a
+    call, four starters), ranking them buys nothing: the first is checked and timed, the rest
+    keep the engine's order, and each says why."""
+    from sandbox import tuning
+
+    monkeypatch.setattr(tuning, "TUNE_PASS_BUDGET_S", 0.001)
+    variants = [GOOD_C + f"\n# variant {i}\n" for i in range(6)]
+    with Judge(warm=True) as judge:
+        result = judge.tune(PROBLEM.read_text(), variants, PROBLEM.name, EvalOptions(device="cpu"), budget_s=0.0001,
+                            judged=4)
+    statuses = [v.status for v in result.variants]
+    assert statuses == ["timed"] + ["skipped"] * 5, [(v.status, v.detail) for v in result.variants]
+    assert all("the 4 the search judges in full" in v.detail for v in result.variants[1:])
+    assert result.order() == list(range(6))
+
+
+@pytest.mark.parametrize("checked_s, checked, budget, judged, fits", [
+    (0.05, 1, 20.0, 4, 0),    # milliseconds a check: the pass ranks far more than the search judges
+    (5.0, 1, 20.0, 4, 1),     # a GB a call (5 s a check, its timing twice that): one fits, four are judged
+    (2.0, 1, 20.0, 2, 0),     # three fit, two judged: the pass still picks two of three
+    (5.0, 1, 20.0, 0, 0),     # no judged count given: the budget rule alone
+    (0.0, 0, 20.0, 4, 0),     # nothing checked yet
+])
+def test_ranks_nothing_compares_what_fits_with_what_is_judged(checked_s, checked, budget, judged, fits):
+    from sandbox.runner.tune import _ranks_nothing
+
+    assert _ranks_nothing(checked_s, checked, budget, judged) == fits
+
+
 @pytest.mark.parametrize("checked_s, checked, right, budget, over", [
     (0.05, 24, 24, 20.0, False),   # milliseconds a call: every variant fits
     (6.0, 6, 6, 20.0, True),       # a second a check: with its timing, a seventh would not fit
