@@ -58,13 +58,18 @@ def outage(request: Request | None, exc: BaseException, request_id: str | None =
                           [f"{down}: unreachable"], headers={"Retry-After": str(RETRY_AFTER_S)}, request_id=request_id)
 
 
+def kforge_error(request: Request, exc: KForgeError) -> JSONResponse:
+    """One of our exceptions as its status and message (the handler below, and app/api/hot_routes.py)."""
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+    if isinstance(exc, RateLimited):
+        headers = {"Retry-After": str(exc.retry_after_s)}
+    return error_response(request, exc.status_code, str(exc), headers=headers)
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(KForgeError)
-    async def kforge_error(request: Request, exc: KForgeError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-        if isinstance(exc, RateLimited):
-            headers = {"Retry-After": str(exc.retry_after_s)}
-        return error_response(request, exc.status_code, str(exc), headers=headers)
+    async def kforge_error_handler(request: Request, exc: KForgeError) -> JSONResponse:
+        return kforge_error(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 
 from .. import web
 from ..settings import get_settings
-from . import errors
+from . import errors, hot_routes
 from .middleware import RequestContext
 from .routes import backends, evaluate, health, jobs, kb
 
@@ -33,6 +33,7 @@ def create_app() -> FastAPI:
     app.include_router(health.router)
     app.include_router(kb.router)
     app.include_router(backends.router)
+    hot_routes.install(app)  # GET /v1/jobs/{id} and POST /v1/jobs past FastAPI's routing (same answers)
     app.add_middleware(RequestContext)
     web.install(app)  # the dashboard: pages at /, /login, /jobs, /submit; assets at /static
     return app

@@ -11,6 +11,7 @@ import re
 import time
 import uuid
 from contextvars import ContextVar
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -21,6 +22,8 @@ log = logging.getLogger("kforge.access")
 REQUEST_ID: ContextVar[str] = ContextVar("request_id", default="-")
 # A client's id is echoed into logs and headers: printable, short, no spaces.
 SANE_ID = re.compile(r"^[A-Za-z0-9._:/+=-]{1,128}$")
+# The latency histogram's series by (method, route, status), looked up once each: `labels()` takes a lock.
+HISTOGRAMS: dict[tuple[str, str, int], Any] = {}
 
 
 class RequestIdFilter(logging.Filter):
@@ -76,7 +79,9 @@ class RequestContext:
                 raise
         finally:
             elapsed = time.perf_counter() - started
-            route = scope.get("route")
-            REQUEST_SECONDS.labels(scope["method"], getattr(route, "path", "unmatched"), str(status)).observe(elapsed)
+            series = (scope["method"], getattr(scope.get("route"), "path", "unmatched"), status)
+            if (histogram := HISTOGRAMS.get(series)) is None:
+                histogram = HISTOGRAMS[series] = REQUEST_SECONDS.labels(series[0], series[1], str(status))
+            histogram.observe(elapsed)
             log.info("%s %s %d %.1fms", scope["method"], scope["path"], status, elapsed * 1000)
             REQUEST_ID.reset(token)

@@ -5,8 +5,9 @@ request makes one trip: `await db.run(fn)` opens a session, calls
 `fn(session)`, commits, sends the jobs it queued to the broker (after the
 commit: a worker must find the row; app/jobs/broker.py), announces the jobs
 it finished, and closes. On PostgreSQL a prebuilt read (`await db.rows(stmt,
-params)`) and a one-statement write (`await db.write(...)`) skip the thread and
-the session: they run on the event loop (app/db/loop_reads.py)."""
+params)`, several at once with `db.rows_many`) and a one-statement write (`await
+db.write(...)`) skip the thread and the session: they run on the event loop
+(app/db/loop_reads.py)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,13 @@ class Db:
         if self.on_loop:
             return await loop_pool(self.url).fetch(statement, params)
         return await self.read(lambda s: [dict(r) for r in s.connection().execute(statement, params).mappings()])
+
+    async def rows_many(self, queries: list[tuple[Executable, dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+        """The rows of each prebuilt select: on the event loop on one pooled connection on
+        PostgreSQL, in one `read` elsewhere."""
+        if self.on_loop:
+            return await loop_pool(self.url).fetch_many(queries)
+        return await self.read(lambda s: [[dict(r) for r in s.connection().execute(q, p).mappings()] for q, p in queries])
 
     async def write(self, statement: Executable, params: dict[str, Any], queued: list[tuple[str, str]]) -> None:
         """PostgreSQL only: one idempotent statement (LoopPool.execute), its own

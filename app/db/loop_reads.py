@@ -62,26 +62,30 @@ class LoopPool:
 
     async def fetch(self, statement: Executable, params: dict[str, Any]) -> list[dict[str, Any]]:
         """All rows of `statement`."""
-        return await self._run(statement, params, True)
+        return (await self._run([(statement, params)], True))[0]
+
+    async def fetch_many(self, queries: list[tuple[Executable, dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+        """All rows of each select, one after another on one pooled connection. (psycopg's pipeline mode,
+        one round trip for all, cost more CPU per read than the round trip it saved: docs/benchmarks.md.)"""
+        return await self._run(queries, True)
 
     async def execute(self, statement: Executable, params: dict[str, Any]) -> int:
         """A write, its own transaction (autocommit); the rows it touched. It
         may run twice (see `_run`): give it a key chosen by the caller and ON
         CONFLICT DO NOTHING, so the second run changes nothing."""
-        return await self._run(statement, params, False)
+        return (await self._run([(statement, params)], False))[0]
 
-    async def _run(self, statement: Executable, params: dict[str, Any], rows: bool) -> Any:
+    async def _run(self, queries: list[tuple[Executable, dict[str, Any]]], rows: bool) -> list[Any]:
         """A pooled connection the server closed (a restart) is dropped and the
-        statement runs once more on a new one; when that fails too, psycopg's
+        statements run once more on a new one; when that fails too, psycopg's
         OperationalError says the database is down (503)."""
-        sql, params = compiled(statement), _adapted(params)
+        sent = [(compiled(statement), _adapted(params)) for statement, params in queries]
         async with self.slots:
             for attempt in (0, 1):
                 pooled = attempt == 0 and bool(self.idle)
                 conn = self.idle.pop() if pooled else await self._connect()
                 try:
-                    cur = await conn.execute(sql, params)
-                    result = [_utc(r) for r in await cur.fetchall()] if rows else cur.rowcount
+                    result = [await _one(conn, sql, params, rows) for sql, params in sent]
                 except psycopg.OperationalError:
                     await conn.close()
                     if pooled:
@@ -93,6 +97,11 @@ class LoopPool:
                 self.idle.append(conn)
                 return result
         raise AssertionError("unreachable")
+
+
+async def _one(conn: psycopg.AsyncConnection[dict[str, Any]], sql: str, params: dict[str, Any], rows: bool) -> Any:
+    cur = await conn.execute(sql, params)
+    return [_utc(r) for r in await cur.fetchall()] if rows else cur.rowcount
 
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, LoopPool]] = weakref.WeakKeyDictionary()

@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 
 from ..db.models import Candidate, Job, User
 from ..errors import NotFound
-from ..schemas import CandidateOut, JobOut
-from .views import candidate_counts, compose_detail, is_job_id
+from ..schemas import CandidateOut, JobDetail, JobOut
+from .views import candidate_counts, detail_model, is_job_id
 
 SUMMARY = [c for c in Job.__table__.c if c.key in JobOut.model_fields]
 CANDIDATE = [c for c in Candidate.__table__.c if c.key in CandidateOut.model_fields]
@@ -50,17 +50,25 @@ CANDIDATES = select(*CANDIDATE).where(Candidate.job_id == bindparam("job_id")).o
 
 
 class Rows(Protocol):
-    """Runs a prebuilt select: `Db.rows` (app/api/unit.py)."""
+    """Runs prebuilt selects on one connection: `Db.rows_many` (app/api/unit.py)."""
 
-    async def __call__(self, statement: Executable, params: dict[str, Any], /) -> list[dict[str, Any]]: ...
+    async def __call__(self, queries: list[tuple[Executable, dict[str, Any]]], /) -> list[list[dict[str, Any]]]: ...
 
 
 async def job_detail(rows: Rows, user: User, job_id: str) -> dict[str, Any]:
     """The job with its candidates, if the user may see it (another owner's job is missing, not forbidden)."""
-    found = await rows(DETAIL, {"job_id": job_id}) if is_job_id(job_id) else []
+    return (await job_detail_model(rows, user, job_id)).model_dump()
+
+
+async def job_detail_model(rows: Rows, user: User, job_id: str) -> JobDetail:
+    """`job_detail`, validated and not yet dumped (the API serialises it straight to JSON). The job and its
+    candidates are read in one go, on one pooled connection; a job the user may not see is missing."""
+    if not is_job_id(job_id):
+        raise NotFound(f"no job {job_id}")
+    found, candidates = await rows([(DETAIL, {"job_id": job_id}), (CANDIDATES, {"job_id": job_id})])
     if not found or (found[0]["owner_id"] != user.id and not user.is_admin):
         raise NotFound(f"no job {job_id}")
-    row, candidates = found[0], await rows(CANDIDATES, {"job_id": job_id})
+    row = found[0]
     summary = {k: row[k] for k in JobOut.model_fields if k != "candidates_count"}
     summary["candidates_count"] = len(candidates)
-    return compose_detail(summary, row["config"], row["result"], row["trajectory"], candidates)
+    return detail_model(summary, row["config"], row["result"], row["trajectory"], candidates)

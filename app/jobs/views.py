@@ -75,6 +75,12 @@ def job_detail(job: Job) -> dict[str, Any]:
 def compose_detail(summary: dict[str, Any], config: dict[str, Any], result: dict[str, Any] | None,
                    trajectory: dict[str, Any] | None, candidates: list[dict[str, Any]]) -> dict[str, Any]:
     """A job's detail: its summary, the candidates grouped by round with each round's plan."""
+    return detail_model(summary, config, result, trajectory, candidates).model_dump()
+
+
+def detail_model(summary: dict[str, Any], config: dict[str, Any], result: dict[str, Any] | None,
+                 trajectory: dict[str, Any] | None, candidates: list[dict[str, Any]]) -> JobDetail:
+    """`compose_detail`, validated once and not yet dumped (the API serialises it straight to JSON)."""
     rounds: dict[int, list[dict[str, Any]]] = {}
     for cand in candidates:
         rounds.setdefault(cand["round"], []).append(cand)
@@ -86,7 +92,7 @@ def compose_detail(summary: dict[str, Any], config: dict[str, Any], result: dict
             "strategies_used": traj.get("strategies_used", []), "regions": regions(best, plans.get(0, [])),
             "rounds": [{"index": i, "plan": [p.get("title", "") for p in plans.get(i, [])], "candidates": c}
                        for i, c in sorted(rounds.items())]}
-    return JobDetail.model_validate(data).model_dump()
+    return JobDetail.model_validate(data)
 
 
 def regions(best: dict[str, Any] | None, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -38,8 +38,8 @@ async def list_(caller: CallerDep, status_: Annotated[Status | None, Query(alias
 
 
 @router.get("/{job_id}", response_model=JobDetail, responses=responses(404), summary="A job with its rounds and candidates")
-async def get(job_id: str, caller: CallerDep) -> dict:
-    return await views.job_detail(caller.db.rows, caller.user, job_id)
+async def get(job_id: str, caller: CallerDep) -> JobDetail:
+    return await views.job_detail_model(caller.db.rows_many, caller.user, job_id)
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut, responses=responses(404, 409), summary="Cancel a queued or running job")

@@ -45,7 +45,7 @@ def test_core_views_match_the_orm_views(db_url):
 
     user, job_id = db.run_sync(seed)
     orm = db.run_sync(lambda s: svc.job_detail(svc.visible_job(s, user, job_id, detail=True)))
-    core = asyncio.run(views.job_detail(db.rows, user, job_id))
+    core = asyncio.run(views.job_detail(db.rows_many, user, job_id))
     assert core == orm and core["candidates_count"] == 3 and [r["index"] for r in core["rounds"]] == [0, 1]
     assert core["rounds"][0]["plan"] == ["fuse"] and core["created_at"].utcoffset().total_seconds() == 0
     page = db.run_sync(lambda s: views.job_page(s, user, "succeeded", "optimize", 10, 0), True)
@@ -67,9 +67,9 @@ def test_detail_of_another_owners_job_or_a_non_id_is_missing(db_url):
     other, admin, job_id = db.run_sync(seed)
 
     async def reads():
-        assert (await views.job_detail(db.rows, admin, job_id))["candidates_count"] == 0
+        assert (await views.job_detail(db.rows_many, admin, job_id))["candidates_count"] == 0
         for user, wanted in ((other, job_id), (admin, "not-an-id"), (admin, "00000000-0000-0000-0000-000000000000")):
             with pytest.raises(NotFound):
-                await views.job_detail(db.rows, user, wanted)
+                await views.job_detail(db.rows_many, user, wanted)
 
     asyncio.run(reads())
