@@ -22,7 +22,9 @@ from starlette.concurrency import run_in_threadpool
 
 from ..db.loop_reads import loop_pool
 from ..db.session import engine_for
-from ..jobs.broker import after_commit, send
+from ..jobs.broker import after_commit, inspectable, send
+from ..jobs.loop_send import send_on_loop
+from ..settings import get_settings
 
 T = TypeVar("T")
 
@@ -71,10 +73,13 @@ class Db:
     async def write(self, statement: Executable, params: dict[str, Any], queued: list[tuple[str, str]]) -> None:
         """PostgreSQL only: one idempotent statement (LoopPool.execute), its own
         transaction, on the event loop; then the jobs `queued` ((id, queue)) are
-        sent, in the thread pool (Celery's client blocks; a broker outage leaves
-        them for the reaper, as after `run`)."""
+        sent: from the event loop to a Redis broker (app/jobs/loop_send.py), in
+        the thread pool to another (Celery's client blocks). A broker outage
+        leaves them for the reaper, as after `run`."""
         await loop_pool(self.url).execute(statement, params)
-        if queued:
+        if queued and inspectable():
+            await send_on_loop(get_settings().queue_url, queued)
+        elif queued:
             await run_in_threadpool(send, queued)
 
     def run_sync(self, fn: Callable[[Session], T], read: bool = False) -> T:
