@@ -1,6 +1,10 @@
-"""LLM providers behind one interface: OpenAI (and compatible servers), Anthropic and Gemini."""
+"""LLM providers behind one interface: OpenAI (and compatible servers), Anthropic and Gemini.
 
-from agents.providers.anthropic_provider import AnthropicProvider
+The provider classes (and their vendor SDKs) are imported on first use: ``make_provider``
+imports the one asked for, and ``agents.providers.OpenAIProvider`` etc. import theirs."""
+
+from typing import Any
+
 from agents.providers.base import (
     Completion,
     Message,
@@ -9,9 +13,7 @@ from agents.providers.base import (
     ProviderError,
     ProviderUnavailable,
 )
-from agents.providers.factory import DEFAULT_MODELS, PROVIDER_NAMES, make_provider
-from agents.providers.gemini_provider import GeminiProvider
-from agents.providers.openai_provider import OpenAIProvider
+from agents.providers.factory import DEFAULT_MODELS, PROVIDER_NAMES, make_provider, provider_class
 from agents.providers.pricing import DEFAULT_PRICES, Price, cost_usd, is_priced, parse_prices, price_for
 from agents.providers.retry import RetryPolicy
 
@@ -36,3 +38,11 @@ __all__ = [
     "parse_prices",
     "price_for",
 ]
+
+_LAZY = {"OpenAIProvider": "openai", "AnthropicProvider": "anthropic", "GeminiProvider": "gemini"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return provider_class(_LAZY[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
