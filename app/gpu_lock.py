@@ -10,7 +10,9 @@ from typing import Any
 
 
 class LockedEvaluator:
-    """Wraps the judge; evaluate() holds the device's lock (analyze does not time)."""
+    """Wraps the judge; evaluate() and tune() hold the device's lock (analyze does not time).
+    Without tune() here the service's and the MCP tools' searches skipped the tuning pass
+    (the search runs it only when its evaluator has one)."""
 
     def __init__(self, judge: Any, lock_dir: Path, device_key: str, enabled: bool = True) -> None:
         self.judge = judge
@@ -21,12 +23,19 @@ class LockedEvaluator:
         return self.judge.analyze(*args, **kwargs)
 
     def evaluate(self, *args: Any, **kwargs: Any) -> Any:
+        return self._locked("evaluate", *args, **kwargs)
+
+    def tune(self, *args: Any, **kwargs: Any) -> Any:
+        return self._locked("tune", *args, **kwargs)
+
+    def _locked(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        call = getattr(self.judge, method)
         if not self.enabled:
-            return self.judge.evaluate(*args, **kwargs)
+            return call(*args, **kwargs)
         with open(self.path, "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
-                return self.judge.evaluate(*args, **kwargs)
+                return call(*args, **kwargs)
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 

@@ -13,8 +13,8 @@ import torch
 
 from app.backends import CHOICES, BackendError
 from app.compose import choose_backend
-from app.settings import Settings
 from app.jobs.execute import execute_job
+from app.settings import Settings
 from tests.app.test_backend_cpu import RELU, api  # noqa: F401  (fixture)
 from tests.conftest import run_kforge
 
@@ -120,6 +120,9 @@ def test_a_rest_job_without_a_backend_runs_cpu_here_and_triton_where_a_gpu_is_se
     assert cmp_ == job["result"]["comparison"] and cmp_["attempt_id"] == job["best_attempt_id"]
     assert cmp_["fastest"] in ("kernel", "eager", "torch.compile")
     assert cmp_["kernel_beats_eager"] == (job["best_speedup"] > 1.0)
+    # The service's search ran the tuning pass as the CLI's does (its evaluator is the locked judge)
+    tuning = job["result"]["tuning"]
+    assert tuning.get("counts", {}).get("timed", 0) >= 2 and tuning["eager_ms"] > 0, tuning
 
     # The worker sees a GPU (a fake probe: there is none here, so Triton's interpreter does the judging).
     job = run_job(client, url, tmp_path, {"problem": "level1/1_relu_scale", "max_rounds": 0}, gpu)
