@@ -13,7 +13,7 @@ from agents.providers.base import (
     ProviderError,
     ProviderUnavailable,
 )
-from agents.providers.factory import DEFAULT_MODELS, PROVIDER_NAMES, make_provider, provider_class
+from agents.providers.factory import DEFAULT_MODELS, PROVIDER_NAMES, class_name, make_provider, provider_class
 from agents.providers.pricing import DEFAULT_PRICES, Price, cost_usd, is_priced, parse_prices, price_for
 from agents.providers.retry import RetryPolicy
 
@@ -39,10 +39,9 @@ __all__ = [
     "price_for",
 ]
 
-_LAZY = {"OpenAIProvider": "openai", "AnthropicProvider": "anthropic", "GeminiProvider": "gemini"}
-
-
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return provider_class(_LAZY[name])
+    """``agents.providers.OpenAIProvider`` and its kin, by the class names factory._CLASSES holds."""
+    found = next((key for key in PROVIDER_NAMES if class_name(key) == name), None)
+    if found is not None:
+        return provider_class(found)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

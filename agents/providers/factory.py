@@ -32,6 +32,11 @@ _CLASSES: dict[str, tuple[str, str]] = {
 PROVIDER_NAMES: tuple[str, ...] = tuple(_CLASSES)
 
 
+def class_name(name: str) -> str:
+    """The class name of a provider in PROVIDER_NAMES, without importing it."""
+    return _CLASSES[name][1]
+
+
 def provider_class(name: str) -> type[SdkProvider]:
     """The provider class of a name in PROVIDER_NAMES, its SDK imported now."""
     module, cls = _CLASSES[name]
