@@ -21,8 +21,8 @@ class Model(nn.Module):
         return h_n
 
 
-batch_size = 5
-seq_len = 11
+batch_size = 3
+seq_len = 5
 input_size = 13
 hidden_size = 17
 num_layers = 2
