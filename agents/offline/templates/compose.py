@@ -125,27 +125,44 @@ def rename(text: str, names: dict[str, str]) -> str:
     return "".join(lines)
 
 
+def _names_in(body: str) -> set[str]:
+    """Every name a forward body mentions (read or written): a stage reads an earlier
+    stage's output only by its name."""
+    tree = ast.parse("def _stage():\n" + textwrap.indent(body, "    "))
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
 def compose(stages: list[str], outputs: list[str], forward_args: list[str], doc: str) -> str:
     """One candidate running ``stages`` in order: stage i's forward result is bound to
-    ``outputs[i]``, which later stages read as a forward argument of that name; the last
-    is returned. ``forward_args`` are the reference's forward argument names."""
+    ``outputs[i]``, which later stages read as a forward argument of that name (each stage
+    is passed the earlier outputs its body names, and an output is deleted after the last
+    stage that reads it); the last is returned. ``forward_args`` are the reference's
+    forward argument names."""
     parsed = [parse(s) for s in stages]
     imports: list[str] = []
     code: list[str] = []
     init_body: list[str] = []
     methods: list[str] = []
     calls: list[str] = []
+    bodies = [rename(p.forward_body, {n: f"s{i}_{n}" for n in p.names}) for i, p in enumerate(parsed)]
+    reads = [[o for o in outputs[:i] if o in _names_in(body)] for i, body in enumerate(bodies)]
+    last_read = {o: max([i for i, r in enumerate(reads) if o in r], default=k) for k, o in enumerate(outputs)}
     for i, p in enumerate(parsed):
         names = {n: f"s{i}_{n}" for n in sorted(p.names)}
         imports += [x for x in p.imports if x not in imports]
         code += [rename(c, names) for c in p.code]
         init_body += [x for x in (rename(b, names) for b in p.init_body) if x not in init_body]
-        params = ", ".join(["self", *forward_args, *outputs[:i]])
+        params = ", ".join(["self", *forward_args, *reads[i]])
         first = (p.doc.strip().splitlines() or [""])[0]
         methods.append(f"def stage{i}({params}) -> torch.Tensor:\n"
-                       f'    """{first}"""\n' + textwrap.indent(rename(p.forward_body, names), "    "))
-        call = f"self.stage{i}({', '.join([*forward_args, *outputs[:i]])})"
+                       f'    """{first}"""\n' + textwrap.indent(bodies[i], "    "))
+        call = f"self.stage{i}({', '.join([*forward_args, *reads[i]])})"
         calls.append(f"{outputs[i]} = {call}\n" if i < len(parsed) - 1 else f"return {call}\n")
+        # An output no later stage reads is dropped here, as eager drops an intermediate:
+        # a whole model's activations are never all alive at once.
+        done = [o for o in outputs[:i + 1] if last_read[o] == i] if i < len(parsed) - 1 else []
+        if done:
+            calls.append(f"del {', '.join(done)}\n")
     supers = [b for b in init_body if b.startswith("super().__init__(")]
     init = supers + [b for b in init_body if b not in supers]
     forward_header = parsed[-1].forward_header
