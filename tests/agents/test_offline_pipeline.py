@@ -69,6 +69,21 @@ def test_compose_keeps_each_stage_under_its_own_names_and_chains_them() -> None:
     assert torch.equal(model(torch.ones(3)), torch.full((3,), 6.0))
 
 
+def test_compose_passes_each_stage_what_it_reads_and_drops_outputs_after_their_last_reader() -> None:
+    stages = [STAGE.format(n=2, arg="x"), STAGE.format(n=3, arg="t0"), STAGE.format(n=5, arg="t0"),
+              STAGE.format(n=7, arg="t2")]
+    source = compose(stages, ["t0", "t1", "t2", "t3"], ["x"], "four stages")
+    forward = source[source.index("    def forward"):]
+    # t0 is read by stages 1 and 2, t1 by nobody, t2 by stage 3
+    assert "t0 = self.stage0(x)\n" in forward and "t1 = self.stage1(x, t0)\n        del t1\n" in forward
+    assert "t2 = self.stage2(x, t0)\n        del t0\n" in forward and "return self.stage3(x, t2)" in forward
+    namespace: dict = {}
+    exec(compile(source, "candidate.py", "exec"), namespace)  # our own generated code, not a candidate
+    import torch
+
+    assert torch.equal(namespace["ModelNew"](4)(torch.ones(3)), torch.full((3,), 70.0))
+
+
 @pytest.fixture(scope="module")
 def judge():
     with Judge() as j:
@@ -161,3 +176,25 @@ def test_the_tuning_space_varies_the_stages_apart() -> None:
     assert len({p.source for p in wide}) == len(wide)
     for i, p in enumerate(staged[:3]):
         check(source, p.source, f"ranks_{i}", atol=1e-4, rtol=1e-4)
+
+
+# The reference's own submodules are called stage1 and stage2 (ShuffleNet's are): the composed
+# ModelNew's stage methods must not hide them.
+SUBMODULES_NAMED_STAGE = ref("""
+    class Model(nn.Module):
+        def __init__(self, channels):
+            super().__init__()
+            self.stage1 = nn.Sequential(nn.Conv2d(channels, channels, 3, padding=1), nn.BatchNorm2d(channels), nn.ReLU())
+            self.stage2 = nn.Sequential(nn.Conv2d(channels, channels, 1), nn.BatchNorm2d(channels))
+
+        def forward(self, x):
+            return torch.relu(self.stage2(self.stage1(x)) + x)
+    """, "[torch.randn(batch, channels, 10, 10)]", "[channels]", "batch = 2\nchannels = 8")
+
+
+def test_submodules_named_like_the_stage_methods_keep_their_names(judge: Judge) -> None:
+    result = run_offline(judge, SUBMODULES_NAMED_STAGE, "stage_named.py", QUICK, max_candidates=1,
+                         engine=OfflineEngine("cpu"))
+    assert result.best is not None, result.reason + str([a.reasons[:1] for a in result.attempts])
+    assert result.best.verdict == "pass" and result.best.proposal.family == "pipeline"
+    assert "def _stage0(" in result.best.proposal.source

@@ -3,7 +3,9 @@
 Each stage is a complete candidate of its family (imports, kernels, host code,
 ModelNew). ``compose`` keeps every stage's module-level code under names prefixed
 ``s<i>_`` (kernels, host functions, C sources and their libraries cannot collide),
-turns each stage's ``forward`` into a method ``stage<i>`` of one ModelNew, and
+turns each stage's ``forward`` into a method ``stage<i>`` of one ModelNew (with
+underscores before it where a stage names something ``stage...``: the reference's own
+submodules keep their names), and
 writes a ``forward`` that calls them in order. The constructor is the union of the
 stages' (they recreate the same parameters; each keeps the arguments it reads).
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import textwrap
 import tokenize
 from dataclasses import dataclass, field
@@ -132,6 +135,19 @@ def _names_in(body: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
 
+def _method_prefix(stages: list[str]) -> str:
+    """``stage`` for the stage methods, unless a stage's code or strings name something
+    starting so (a reference's own submodule ``self.stage2``, or ``'stage2.0.conv1.weight'``,
+    which a method of that name would hide)."""
+    words = {w for s in stages for t in tokenize.generate_tokens(io.StringIO(s).readline)
+             if t.type == tokenize.NAME or (t.type == tokenize.STRING and not re.search(r"\s", t.string))
+             for w in re.findall(r"\w+", t.string)}  # a name, or a string like 'stage2.0.conv1.weight'
+    prefix = "stage"
+    while any(w.startswith(prefix) for w in words):
+        prefix = "_" + prefix
+    return prefix
+
+
 def compose(stages: list[str], outputs: list[str], forward_args: list[str], doc: str) -> str:
     """One candidate running ``stages`` in order: stage i's forward result is bound to
     ``outputs[i]``, which later stages read as a forward argument of that name (each stage
@@ -147,6 +163,7 @@ def compose(stages: list[str], outputs: list[str], forward_args: list[str], doc:
     bodies = [rename(p.forward_body, {n: f"s{i}_{n}" for n in p.names}) for i, p in enumerate(parsed)]
     reads = [[o for o in outputs[:i] if o in _names_in(body)] for i, body in enumerate(bodies)]
     last_read = {o: max([i for i, r in enumerate(reads) if o in r], default=k) for k, o in enumerate(outputs)}
+    method = _method_prefix(stages)
     for i, p in enumerate(parsed):
         names = {n: f"s{i}_{n}" for n in sorted(p.names)}
         imports += [x for x in p.imports if x not in imports]
@@ -154,9 +171,9 @@ def compose(stages: list[str], outputs: list[str], forward_args: list[str], doc:
         init_body += [x for x in (rename(b, names) for b in p.init_body) if x not in init_body]
         params = ", ".join(["self", *forward_args, *reads[i]])
         first = (p.doc.strip().splitlines() or [""])[0]
-        methods.append(f"def stage{i}({params}) -> torch.Tensor:\n"
+        methods.append(f"def {method}{i}({params}) -> torch.Tensor:\n"
                        f'    """{first}"""\n' + textwrap.indent(bodies[i], "    "))
-        call = f"self.stage{i}({', '.join([*forward_args, *reads[i]])})"
+        call = f"self.{method}{i}({', '.join([*forward_args, *reads[i]])})"
         calls.append(f"{outputs[i]} = {call}\n" if i < len(parsed) - 1 else f"return {call}\n")
         # An output no later stage reads is dropped here, as eager drops an intermediate:
         # a whole model's activations are never all alive at once.
