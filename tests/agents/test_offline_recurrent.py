@@ -109,3 +109,15 @@ def test_the_judge_verifies_the_bidirectional_lstm_with_a_head() -> None:
         result = judge.evaluate(reference, candidate, "lstm_head.py", "candidate.py", options)
     assert result.verdict == "pass", result.reasons
     assert result.perturbed, "the judge ran no perturbed sizes"
+
+
+@pytest.mark.parametrize("name", ["lstm_bidirectional_head", "gru_bidirectional"])
+def test_every_parameter_set_splits_the_hidden_units_between_threads_right(name: str) -> None:
+    """At a hidden size of 37 (not a multiple of the 8 units a thread's block is rounded to) and
+    4 x 4 x 37 x 37 multiply-adds a step, the parameter sets below 2^17 run each step on every
+    thread, each owning a block of units; every set must match torch."""
+    reference = source(name).replace("batch_size = 3", "batch_size = 4").replace("hidden_size = 16", "hidden_size = 37")
+    proposals = cpu_proposals(reference, 4)
+    assert len(proposals) == 4 and any("B * G * H * H > 16384)" in p.source for p in proposals)
+    for i, proposal in enumerate(proposals):
+        check(reference, proposal.source, f"rnn_{name}_split_{i}", atol=1e-5, rtol=1e-4)
