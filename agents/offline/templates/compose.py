@@ -160,12 +160,14 @@ def compose(stages: list[str], outputs: list[str], forward_args: list[str], doc:
     init_body: list[str] = []
     methods: list[str] = []
     calls: list[str] = []
-    bodies = [rename(p.forward_body, {n: f"s{i}_{n}" for n in p.names}) for i, p in enumerate(parsed)]
-    reads = [[o for o in outputs[:i] if o in _names_in(body)] for i, body in enumerate(bodies)]
+    renames = [{n: f"s{i}_{n}" for n in sorted(p.names)} for i, p in enumerate(parsed)]
+    bodies = [rename(p.forward_body, renames[i]) for i, p in enumerate(parsed)]
+    mentioned = [_names_in(body) for body in bodies]
+    reads = [[o for o in outputs[:i] if o in mentioned[i]] for i in range(len(parsed))]
     last_read = {o: max([i for i, r in enumerate(reads) if o in r], default=k) for k, o in enumerate(outputs)}
     method = _method_prefix(stages)
     for i, p in enumerate(parsed):
-        names = {n: f"s{i}_{n}" for n in sorted(p.names)}
+        names = renames[i]
         imports += [x for x in p.imports if x not in imports]
         code += [rename(c, names) for c in p.code]
         init_body += [x for x in (rename(b, names) for b in p.init_body) if x not in init_body]
