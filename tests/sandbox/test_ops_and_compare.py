@@ -130,3 +130,19 @@ def test_finite_check_in_one_sum_falls_back_where_the_sum_overflows():
         y[7] = bad
         assert not _all_finite(y)
         assert nonfinite_problems([torch.zeros(3_000_000)], [y]) and not nonfinite_problems([y], [y])
+
+
+def test_nonfinite_values_are_counted_chunk_by_chunk_and_first_stops_at_the_first():
+    import torch
+
+    from sandbox.verdict.compare import CHUNK, nonfinite_problems
+
+    ref = torch.zeros(3 * CHUNK + 5)
+    ref[-1] = float("nan")  # the reference's own NaN is no problem of the candidate's
+    out = ref.clone()
+    out[3] = out[CHUNK + 1] = out[3 * CHUNK + 2] = float("inf")
+    out[-1] = float("nan")
+    assert nonfinite_problems([ref], [out]) == ["output 0 has 3 NaN/Inf value(s) where the reference has none"]
+    assert nonfinite_problems([ref], [out], first=True) == [
+        "output 0 has at least 1 NaN/Inf value(s) where the reference has none"]
+    assert nonfinite_problems([ref], [ref.clone()]) == [] and nonfinite_problems([ref], [ref], first=True) == []
