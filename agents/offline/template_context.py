@@ -175,6 +175,8 @@ class Context:
         """The host's expression for a ``random`` leaf shaped like the tensor ``like``: dropout's
         noise as torch draws it (a Bernoulli(1 - p) mask over a tensor like the input, divided by
         1 - p), from the generator the judge seeds before each call."""
+        if leaf.attrs.get("dist") == "normal":
+            raise NotRenderable(f"{leaf.ref}: a normal draw only a recurrent layer's host makes (its initial state)")
         q = 1.0 - float(leaf.attrs["p"])
         return f"torch.empty_like({like}, dtype=torch.float32).bernoulli_({q!r}).div_({q!r})"
 

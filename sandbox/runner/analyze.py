@@ -71,17 +71,20 @@ def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
     import torch.fx as fx
     from torch.fx.experimental.meta_tracer import MetaTracer
 
+    params = [p for p in inspect.signature(model.forward).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    # Parameters get_inputs does not give take their defaults in every call the judge makes
+    # (``forward(x, h0=None)``: ``if h0 is None`` is decided, not a proxy's truth value).
+    defaults = {p.name: p.default for p in params[len(inputs):] if p.default is not p.empty} or None
     try:
-        return fx.symbolic_trace(model)
+        return fx.symbolic_trace(model, concrete_args=defaults)
     except Exception as first:
-        names = [p.name for p in inspect.signature(model.forward).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        metas = {n: x.to("meta") for n, x in zip(names, inputs) if isinstance(x, torch.Tensor)}
+        metas = {p.name: x.to("meta") for p, x in zip(params, inputs) if isinstance(x, torch.Tensor)}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 tracer = MetaTracer()
-                graph = tracer.trace(model, meta_args=metas)
+                graph = tracer.trace(model, meta_args=metas, concrete_args=defaults)
             return fx.GraphModule(tracer.root, graph, type(model).__name__)
         except Exception:
             raise first from None

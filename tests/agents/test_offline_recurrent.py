@@ -67,6 +67,15 @@ CASES = {
     "gru_bidirectional": dict(layer="nn.GRU(input_size, hidden_size, num_layers, bidirectional=True)",
                               directions=2, args="self, x, h0", body="output, h_n = self.rnn(x, h0)\n        return output",
                               layers=2, inputs=", ".join([X_TF, H.format(d=2)])),
+    # KernelBench 35: forward draws h0 / c0 with torch.randn when they are not given
+    "lstm_drawn_state": dict(
+        layer="nn.LSTM(input_size, hidden_size, num_layers, batch_first=True)", directions=1,
+        args="self, x, h0=None, c0=None",
+        body="if h0 is None:\n            h0 = torch.randn(self.rnn.num_layers, x.size(0), self.rnn.hidden_size, "
+             "device=x.device)\n        if c0 is None:\n            c0 = torch.randn(self.rnn.num_layers, x.size(0), "
+             "self.rnn.hidden_size, device=x.device)\n        out, _ = self.rnn(x, (h0, c0))\n"
+             "        return self.fc(out[:, -1, :])",
+        layers=2, inputs=X_BF),
     # a plain RNN with relu, no initial state (zeros)
     "rnn_relu_no_state": dict(layer="nn.RNN(input_size, hidden_size, num_layers, nonlinearity='relu', "
                                     "batch_first=True)", directions=1, args="self, x",
@@ -101,14 +110,28 @@ def test_a_recurrent_layer_the_template_cannot_write_says_why() -> None:
     assert "proj_size" in engine.plan(analysis, 2, from_source(reference)).reason
 
 
-def test_the_judge_verifies_the_bidirectional_lstm_with_a_head() -> None:
-    reference = source("lstm_bidirectional_head")
+@pytest.mark.parametrize("name", ["lstm_bidirectional_head", "lstm_drawn_state"])
+def test_the_judge_verifies_a_recurrent_layer(name: str) -> None:
+    """The bidirectional LSTM with a head; and KernelBench 35's initial states drawn in forward,
+    which the candidate must draw alike under the judge's forward seed."""
+    reference = source(name)
     candidate = cpu_proposals(reference, 1)[0].source
     options = EvalOptions(device="cpu", timing_sets=1, time_reps=3, compile_baseline=False)
     with Judge(warm=False) as judge:
-        result = judge.evaluate(reference, candidate, "lstm_head.py", "candidate.py", options)
+        result = judge.evaluate(reference, candidate, f"{name}.py", "candidate.py", options)
     assert result.verdict == "pass", result.reasons
     assert result.perturbed, "the judge ran no perturbed sizes"
+
+
+def test_drawn_initial_states_in_another_order_are_not_written() -> None:
+    """c0 drawn before h0: the host draws h0 first, so it would draw other values."""
+    draw = "torch.randn(self.rnn.num_layers, x.size(0), self.rnn.hidden_size, device=x.device)"
+    h = f"        if h0 is None:\n            h0 = {draw}\n"
+    c = f"        if c0 is None:\n            c0 = {draw}\n"
+    reference = source("lstm_drawn_state")
+    assert h + c in reference
+    assert cpu_proposals(reference, 1)
+    assert cpu_proposals(reference.replace(h + c, c + h), 2) == []
 
 
 @pytest.mark.parametrize("name", ["lstm_bidirectional_head", "gru_bidirectional"])

@@ -90,6 +90,11 @@ def build(analysis: dict[str, Any]) -> Traced:
         shape = tuple(node["shape"]) if node.get("shape") is not None else None
         try:
             if op == "placeholder":
+                if len(inputs) >= len(analysis.get("inputs") or []) and node["args"] \
+                        and (node["args"][0] is None or isinstance(node["args"][0], (int, float))):
+                    # a parameter get_inputs does not give: its default, as the trace took it
+                    env[name] = const(node["args"][0])
+                    continue
                 e = Expr("input", name, shape=shape, dtype=node.get("dtype"), ref=node["target"], index=len(inputs))
                 value = _input_value(analysis, len(inputs))
                 inputs.append(e)
@@ -124,11 +129,32 @@ def build(analysis: dict[str, Any]) -> Traced:
         except Unsupported as exc:
             problems.append(str(exc))
             env[name] = Expr("meta", name, op="unsupported", value=str(exc))
-    if output is not None and sum(e.kind == "random" for e in output.walk()) > 1:
+    if output is not None and not _draws_in_order(output):
         # each mask must be drawn in the reference's order; one draw has no order to keep
         problems.append("several random ops (dropout in training mode) in one forward")
         output = None
     return Traced(output, inputs, leaves, problems, assumed)
+
+
+def _draws_in_order(output: Expr) -> bool:
+    """At most one random draw, or only the normal draws of recurrent layers' initial states,
+    each layer drawing its h0 before its c0 as the reference did (its host draws them so)."""
+    drawn = [e for e in output.walk() if e.kind == "random"]
+    if len(drawn) <= 1:
+        return True
+    if any(e.attrs.get("dist") != "normal" for e in drawn):
+        return False
+    states = [e for e in output.walk() if e.kind == "op" and e.op == "rnn"]
+    order = [a.attrs["order"] for rnn in _unique(states) for a in rnn.args[1:] if a.kind == "random"]
+    return len(order) == len({id(e) for e in drawn}) and order == sorted(order)
+
+
+def _unique(nodes: list[Expr]) -> list[Expr]:
+    """The distinct recurrent calls (a getitem copies the call node, keeping its args)."""
+    seen: dict[tuple[int, ...], Expr] = {}
+    for e in nodes:
+        seen.setdefault(tuple(id(a) for a in e.args), e)
+    return list(seen.values())
 
 
 def _input_value(analysis: dict[str, Any], index: int) -> Any:
@@ -206,8 +232,15 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
     if target in ("tensor", "scalar_tensor", "as_tensor") and args and isinstance(args[0], (int, float)) \
             and not isinstance(args[0], bool):
         return const(float(args[0]))  # torch.tensor(v, device=x.device): a scalar
-    if target in ("size", "dim", "numel"):
+    if target in ("size", "dim", "numel", "_assert_is_none"):
         return Expr("meta", name, op=target)
+    if target == "randn":
+        # forward's own normal draw (an RNN's initial state when none is given): the host that
+        # reads it draws it as torch does, from the generator the judge seeds before each call
+        if node.get("shape") is None or node.get("dtype") not in (None, "float32"):
+            raise Unsupported(f"{name}: a randn the trace gave no float32 shape")
+        return Expr("random", name, shape=tuple(node["shape"]), dtype="float32", ref=f"the normal draw {name}",
+                    attrs={"dist": "normal", "order": len(env)})
     if target in ("float", "to", "type_as", "half", "bfloat16", "double"):
         return Expr("op", name, op="cast", args=(_tensor(env, args[0], name),))
     if target == "dropout":

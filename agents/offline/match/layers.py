@@ -195,10 +195,15 @@ def recurrent(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     x = forward_input(x, "recurrent")
     if len(x.shape or ()) != 3:
         raise NoMatch(f"a recurrent layer over a {len(x.shape or ())}-d input (batched 3-d only)")
-    state = [e if e.kind == "const" else forward_input(e, "initial state") for e in (h0, c0)]
+    a = root.attrs
+    state = [e if e.kind in ("const", "random") else forward_input(e, "initial state") for e in (h0, c0)]
     if any(e.kind == "const" and e.value is not None for e in state):
         raise NoMatch("a recurrent layer's initial state is a constant")
-    a = root.attrs
+    batch = x.shape[0] if a["batch_first"] else x.shape[1]
+    for e in state:
+        if e.kind == "random" and (e.attrs.get("dist") != "normal" or len(e.shape or ()) != 3
+                                   or e.shape[:2] != (a["layers"] * a["directions"], batch)):
+            raise NoMatch(f"{e.ref}: a drawn initial state not shaped (layers x directions, batch, hidden)")
     spec = {"x": x, "h0": state[0], "c0": state[1], "select": a["select"], "cell": a["cell"], "gates": a["gates"],
             "nonlinearity": a["nonlinearity"], "layers": a["layers"], "directions": a["directions"],
             "batch_first": a["batch_first"], "weights": a["weights"], "out_shape": out_shape}

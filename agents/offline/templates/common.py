@@ -197,10 +197,16 @@ def recurrent_call(match: Any, ctx: Context) -> tuple[dict[str, Any], str]:
         raise NotRenderable(f"{match.kind}: the recurrent templates compute float32")
     weights = ", ".join("(" + ", ".join("None" if k is None else ctx.param_access(k) for k in keys) + ")"
                         for keys in spec["weights"])
-    state = [ctx.forward_arg(e.index) if e.kind == "input" else "None" for e in (h0, c0)]
     bf = bool(spec["batch_first"])
+    xs = ctx.forward_arg(x.index)
+    # A drawn initial state (forward's torch.randn when none is given) is drawn here as the
+    # reference drew it, h0 before c0 (ir.graph._draws_in_order): same shape, same generator.
+    hidden = f"{ctx.param_access(spec['weights'][0][1])}.shape[1]"
+    drawn = f"torch.randn({spec['layers'] * spec['directions']}, {xs}.shape[{0 if bf else 1}], {hidden}, device={xs}.device)"
+    state = [ctx.forward_arg(e.index) if e.kind == "input" else drawn if e.kind == "random" else "None"
+             for e in (h0, c0)]
     fields = {"what": match.kind, "layers": spec["layers"], "directions": spec["directions"], "gates": spec["gates"],
               "select": spec["select"], "steps": "x.shape[1], x.shape[0]" if bf else "x.shape[0], x.shape[1]",
               "gru": int(spec["cell"] == "GRU"), "batch_first": int(bf), "cell": RNN_CELLS[key],
               "result": {"output": "out", "h_n": "hn", "c_n": "cn"}[spec["select"]]}
-    return fields, f"recurrent({ctx.forward_arg(x.index)}, {state[0]}, {state[1]}, [{weights}])"
+    return fields, f"recurrent({xs}, {state[0]}, {state[1]}, [{weights}])"
