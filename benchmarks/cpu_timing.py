@@ -23,8 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # as in the judge's runner, before torch starts OpenMP
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 

@@ -30,7 +30,6 @@ def selftest_command(
                                              "(default: <data dir>/selftest).")] = None,
     quick: Annotated[bool, typer.Option(help="A small sample of each part (a few minutes).")] = False,
 ) -> None:
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as in the judge's runner, before torch starts OpenMP
     from sandbox import ProblemError
     from sandbox.judge import resolve_device
 

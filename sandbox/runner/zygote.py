@@ -250,12 +250,13 @@ def main(argv: list[str] | None = None) -> None:
         notes += confine.isolate_runner(args.scratch_root, args.hide, args.keep)
     if args.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
-    # Before any OpenMP runtime starts (torch's, inductor's, a native kernel's):
-    # idle OpenMP threads sleep instead of spinning. On a shared machine
-    # spinning pools of two runtimes take each other's cores, and a parallel
-    # region then waits milliseconds for a time slice; every timed party
-    # (candidate and baselines) runs with the same policy.
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    # OpenMP's wait policy stays libgomp's default, as in a user's process: idle threads spin
+    # a while before they sleep. Sleeping at once (OMP_WAIT_POLICY=PASSIVE, set here until
+    # 2026-12-02) made every parallel region of eager's op-by-op forward wake its threads:
+    # an LSTM's 6 x 512 steps took 515 ms a call against 144 ms in a plain process, and the
+    # judge reported a 0.45x kernel as 1.24x (docs/benchmarks.md). torch, inductor's code, the
+    # native kernels and OpenBLAS share torch's one libgomp, so no two pools spin against
+    # each other.
     import torch
     import triton
 
