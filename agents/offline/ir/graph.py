@@ -131,7 +131,8 @@ def build(analysis: dict[str, Any]) -> Traced:
             env[name] = Expr("meta", name, op="unsupported", value=str(exc))
     if output is not None and not _draws_in_order(output):
         # each mask must be drawn in the reference's order; one draw has no order to keep
-        problems.append("several random ops (dropout in training mode) in one forward")
+        problems.append("several random ops in one forward (dropout masks in training mode, or drawn initial "
+                        "states other than a recurrent layer's h0 before its c0)")
         output = None
     return Traced(output, inputs, leaves, problems, assumed)
 
