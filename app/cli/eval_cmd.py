@@ -18,7 +18,7 @@ from rich.table import Table
 
 from sandbox.errors import JudgeError, error_json
 
-from ..judged import ask, default_socket, judged, read_files, serve
+from ..judged import ask, default_socket, judged, options_for, read_files, serve
 
 EXIT = {"pass": 0, "fail": 1, "error": 2}
 log = logging.getLogger("kforge.eval")
@@ -65,6 +65,11 @@ def judged_command(
     path = socket or default_socket()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     with Judge(warm=True) as judge:
+        try:  # the runner of the default options, started and torch.compile warmed before the first request
+            warmed = judge.warm_runner(options_for({}))
+            logging.getLogger("kforge.judged").info("runner warm: %s", warmed)
+        except Exception as exc:  # its first request starts it instead
+            logging.getLogger("kforge.judged").warning("runner not warmed: %s", exc)
         try:
             serve(path, judge, ready=lambda: print(f"judge daemon listening at {path}", flush=True))
         except OSError as exc:

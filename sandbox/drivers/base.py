@@ -158,6 +158,15 @@ class RunnerSession:
                 return frame
         raise SandboxError("runner sent no ready frame")
 
+    def warm(self, timeout: float = 180) -> dict[str, Any]:
+        """Has the runner pay torch.compile's first-use costs now (``runner/prewarm.py``),
+        rather than in the first job that compiles a baseline; what it did."""
+        self._send({"op": "warm"})
+        for frame in self._frames(time.monotonic() + timeout):
+            if frame.get("kind") == "warmed":
+                return frame
+        raise SandboxError("runner sent no warmed frame")
+
     def run(self, job: dict[str, Any], timeout: float, memory_mb: int, max_procs: int) -> JobOutcome:
         """Runs a job to its end -- or, for a job with ``park``, until the runner
         holds it before its timed pass (``outcome.parked``)."""

@@ -28,3 +28,69 @@ def prewarm(device: str) -> None:
         tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
 
     _double[(1,)](torch.ones(8), 8, BLOCK=8)
+
+
+def prewarm_compile() -> dict[str, object]:
+    """torch.compile's first-use costs, paid once here instead of in every reference
+    job that compiles a baseline: dynamo's and inductor's imports (~3 s), inductor's
+    vector-ISA probe (it builds and loads a few C++ programs, ~1.5 s, remembered in
+    memory) and the lazy set-up of a first compile. A job forked afterwards compiles a
+    reference whose kernels its packed cache holds in ~0.1 s instead of 2-5 s
+    (docs/benchmarks.md). CPU runners only: inductor must not touch CUDA before the fork.
+
+    The warm-up compiles a matrix product (an extern kernel: no C++ to build) in a cache
+    directory of its own, removed after; with one compile thread, so no compile worker is
+    started, and without tqdm's monitor thread -- the runner forks every job and must hold
+    no process a child could reach and no thread that could hold a lock at the fork.
+    Returns what it cost and what the runner holds after."""
+    import os
+    import shutil
+    import tempfile
+    import time
+
+    import torch
+
+    started, threads_before = time.monotonic(), len(os.listdir("/proc/self/task"))
+    import torch._dynamo
+    import torch._inductor.config as config
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+    try:  # inductor's progress bars would start tqdm's monitor thread, which every fork would lack
+        import tqdm
+
+        tqdm.tqdm.monitor_interval = 0
+    except ImportError:
+        pass
+    root = tempfile.mkdtemp(prefix="kforge-warm-")
+    saved_dir, saved_threads = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), config.compile_threads
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = root
+    os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"  # as in every job (zygote._child)
+    config.cpp_cache_precompile_headers = False
+    config.compile_threads = 1
+    try:
+        pick_vec_isa()
+
+        def _product(a: torch.Tensor) -> torch.Tensor:
+            return a @ a
+
+        torch.compile(_product)(torch.ones(4, 4))
+        torch._dynamo.reset()
+    finally:
+        config.compile_threads = saved_threads
+        if saved_dir is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = saved_dir
+        shutil.rmtree(root, ignore_errors=True)
+    return {"seconds": round(time.monotonic() - started, 2), "threads_before": threads_before,
+            "threads": len(os.listdir("/proc/self/task")), "children": _children()}
+
+
+def _children() -> int:
+    import os
+
+    try:
+        with open(f"/proc/self/task/{os.getpid()}/children") as f:
+            return len(f.read().split())
+    except OSError:
+        return -1

@@ -6,6 +6,7 @@ sandbox. It speaks framed messages (``wire``) on its stdin/stdout:
   judge -> runner  {"op": "run", "job": {...}, "timeout": s, "memory_mb": m, "max_procs": n}
                    {"op": "interleave", "jobs": [id, ...], "timeout": s}
                    {"op": "drop", "jobs": [id, ...]}
+                   {"op": "warm"}  (torch.compile's first-use costs, paid now: prewarm.py)
                    {"op": "exit"}
   runner -> judge  {"kind": "ready", ...} once, then for every job the child's
                    frames, each preceded by {"kind": "stamp", "t": monotonic},
@@ -13,7 +14,10 @@ sandbox. It speaks framed messages (``wire``) on its stdin/stdout:
                    ``park`` ends its "run" with {"kind": "parked", "job": id}
                    instead, stopped before its timed pass; "interleave" runs
                    parked jobs' passes by turns (``turns``: stamps and exits
-                   then carry the job's id), "drop" ends them.
+                   then carry the job's id), "drop" ends them; "warm" answers
+                   {"kind": "warmed", ...} once torch.compile is warm (a CPU runner
+                   also warms it before the first job that compiles a baseline with
+                   ``warm_compile``: a judge that keeps its runner).
 
 The child's stdout and stderr go to a log file in its scratch directory, never
 to the judge: printing a success report achieves nothing. The runner's clock
@@ -87,6 +91,22 @@ class Runner:
         from . import shared
 
         self.inbox = shared.Inbox(socket.socket(fileno=args.side_fd)) if args.side_fd >= 0 else None
+        self.compile_warm: dict[str, Any] | None = None  # what prewarm_compile did, once it ran
+
+    def warm_compile(self) -> dict[str, Any]:
+        """torch.compile's first-use costs paid here, once, so that no job forked
+        afterwards pays them (``prewarm.prewarm_compile``); CPU runners only."""
+        if self.compile_warm is None:
+            if self.args.device != "cpu":
+                self.compile_warm = {"skipped": "CUDA must not be initialised before the fork"}
+            else:
+                from .prewarm import prewarm_compile
+
+                try:
+                    self.compile_warm = prewarm_compile()
+                except Exception as exc:  # the jobs compile cold, as without it
+                    self.compile_warm = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        return self.compile_warm
 
     def _write(self, data: bytes | memoryview) -> None:
         self.out.write(data)
@@ -101,6 +121,8 @@ class Runner:
 
     def run_job(self, msg: dict[str, Any]) -> None:
         job = msg["job"]
+        if job.get("compile_baseline") and job.get("warm_compile"):
+            self.warm_compile()
         unique = self.args.unique_uids and os.geteuid() == 0
         uid = random.randint(1 << 20, (1 << 30)) if unique else os.getuid()
         scratch = job_dirs(self.args.scratch_root, uid if unique else None)
@@ -310,6 +332,8 @@ def main(argv: list[str] | None = None) -> None:
             turns.interleave(runner, msg)
         elif op == "drop":
             turns.drop(runner, msg)
+        elif op == "warm":
+            runner.send({"kind": "warmed", **runner.warm_compile()})
         elif op == "exit":
             return
         if op in ("run", "interleave", "drop") and not runner.parked:
