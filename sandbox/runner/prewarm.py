@@ -30,7 +30,7 @@ def prewarm(device: str) -> None:
     _double[(1,)](torch.ones(8), 8, BLOCK=8)
 
 
-def prewarm_compile() -> dict[str, object]:
+def prewarm_compile(scratch_root: str) -> dict[str, object]:
     """torch.compile's first-use costs, paid once here instead of in every reference
     job that compiles a baseline: dynamo's and inductor's imports (~3 s), inductor's
     vector-ISA probe (it builds and loads a few C++ programs, ~1.5 s, remembered in
@@ -39,7 +39,8 @@ def prewarm_compile() -> dict[str, object]:
     (docs/benchmarks.md). CPU runners only: inductor must not touch CUDA before the fork.
 
     The warm-up compiles a matrix product (an extern kernel: no C++ to build) in a cache
-    directory of its own, removed after; with one compile thread, so no compile worker is
+    directory of its own under the scratch root (in a container the one place the runner
+    may write), removed after; with one compile thread, so no compile worker is
     started, and without tqdm's monitor thread -- the runner forks every job and must hold
     no process a child could reach and no thread that could hold a lock at the fork.
     Returns what it cost and what the runner holds after."""
@@ -61,7 +62,7 @@ def prewarm_compile() -> dict[str, object]:
         tqdm.tqdm.monitor_interval = 0
     except ImportError:
         pass
-    root = tempfile.mkdtemp(prefix="kforge-warm-")
+    root = tempfile.mkdtemp(prefix="kforge-warm-", dir=scratch_root)
     saved_dir, saved_threads = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), config.compile_threads
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = root
     os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"  # as in every job (zygote._child)

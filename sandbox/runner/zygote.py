@@ -103,7 +103,7 @@ class Runner:
                 from .prewarm import prewarm_compile
 
                 try:
-                    self.compile_warm = prewarm_compile()
+                    self.compile_warm = prewarm_compile(self.args.scratch_root)
                 except Exception as exc:  # the jobs compile cold, as without it
                     self.compile_warm = {"error": f"{type(exc).__name__}: {exc}"[:500]}
         return self.compile_warm

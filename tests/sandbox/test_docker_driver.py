@@ -103,6 +103,17 @@ def test_reference_job(started: tuple[DockerDriver, RunnerSession]) -> None:
     assert all(f["_t"] > 0 for f in outcome.frames)  # stamped by the runner
 
 
+def test_torch_compile_warms_inside_the_container(started: tuple[DockerDriver, RunnerSession]) -> None:
+    """The warm-up writes only under the scratch root (the container's root is read-only)
+    and leaves the runner with no new thread or process (runner/prewarm.py)."""
+    _, session = started
+    warmed = session.warm()
+    assert "error" not in warmed, warmed
+    assert warmed["threads"] == warmed["threads_before"] and warmed["children"] == 0, warmed
+    outcome = session.run(job(REFERENCE), timeout=60, memory_mb=2048, max_procs=64)
+    assert outcome.exit["reason"] is None, outcome.exit  # jobs fork from the warmed runner as before
+
+
 def test_no_network(started: tuple[DockerDriver, RunnerSession]) -> None:
     _, session = started
     source = "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=2)\n" + REFERENCE
