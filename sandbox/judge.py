@@ -212,8 +212,8 @@ class Judge:
         started = time.monotonic()
         session = self.session(options.sandbox, device)
         if self.warm and job.get("compile_baseline"):
-            # a runner that judges again warms torch.compile once (~15 s; each compile then
-            # saves 2-5 s); a one-shot judge's runner would pay it for one compile
+            # a runner that judges again warms torch.compile once, at its second compile
+            # (11-15 s; each compile after saves 2-5 s); a one-shot judge's runner never does
             job = {**job, "warm_compile": True}
         try:
             return session.run(job, options.timeout + extra_s, options.memory_mb, options.max_procs)
