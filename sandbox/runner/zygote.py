@@ -94,7 +94,7 @@ class Runner:
         self.compile_warm: dict[str, Any] | None = None  # what prewarm_compile did, once it ran
         self.compile_jobs = 0  # jobs asked to compile a baseline with ``warm_compile``
 
-    def warm_compile(self) -> dict[str, Any]:
+    def warm_compile(self, on: str) -> dict[str, Any]:
         """torch.compile's first-use costs paid here, once, so that no job forked
         afterwards pays them (``prewarm.prewarm_compile``); CPU runners only."""
         if self.compile_warm is None:
@@ -107,6 +107,7 @@ class Runner:
                     self.compile_warm = prewarm_compile(self.args.scratch_root)
                 except Exception as exc:  # the jobs compile cold, as without it
                     self.compile_warm = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                self.compile_warm["on"] = on  # what asked for it: the "warm" op or a job
         return self.compile_warm
 
     def _write(self, data: bytes | memoryview) -> None:
@@ -127,7 +128,7 @@ class Runner:
             # third compile (each saves 2-5 s); a judge with one compile never pays it.
             self.compile_jobs += 1
             if self.compile_jobs >= 2:
-                self.warm_compile()
+                self.warm_compile("job")
         unique = self.args.unique_uids and os.geteuid() == 0
         uid = random.randint(1 << 20, (1 << 30)) if unique else os.getuid()
         scratch = job_dirs(self.args.scratch_root, uid if unique else None)
@@ -338,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
         elif op == "drop":
             turns.drop(runner, msg)
         elif op == "warm":
-            runner.send({"kind": "warmed", **runner.warm_compile()})
+            runner.send({"kind": "warmed", **runner.warm_compile("op")})
         elif op == "exit":
             return
         if op in ("run", "interleave", "drop") and not runner.parked:

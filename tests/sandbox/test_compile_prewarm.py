@@ -36,3 +36,15 @@ def test_a_warmed_runner_holds_no_new_thread_or_process_and_its_jobs_compile_and
         assert second.verdict == "pass", second.reasons
         assert second.to_json()["timing"]["baseline_compile"]["median_ms"] > 0
 
+
+
+def test_a_kept_runner_warms_at_its_second_compile_and_a_single_compile_never_warms(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("KFORGE_JUDGE_BASELINE_CACHE", str(tmp_path / "baselines"))
+    with Judge(warm=True) as once:
+        assert once.evaluate(REFERENCE, HONEST, options=_options()).verdict == "pass"
+        assert once.warm_runner(_options())["on"] == "op"  # the one compile did not warm it
+    with Judge(warm=True) as again:
+        for _ in range(2):
+            assert again.evaluate(REFERENCE, HONEST, options=_options()).verdict == "pass"
+        warmed = again.warm_runner(_options())
+        assert warmed["on"] == "job" and "error" not in warmed, warmed
