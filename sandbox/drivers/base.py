@@ -111,6 +111,9 @@ def signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+WARM_COMPILE_S = 120
+
+
 class RunnerSession:
     """Talks to one warm runner over a pair of file descriptors."""
 
@@ -158,7 +161,7 @@ class RunnerSession:
                 return frame
         raise SandboxError("runner sent no ready frame")
 
-    def warm(self, timeout: float = 180) -> dict[str, Any]:
+    def warm(self, timeout: float = WARM_COMPILE_S) -> dict[str, Any]:
         """Has the runner pay torch.compile's first-use costs now (``runner/prewarm.py``),
         rather than in the first job that compiles a baseline; what it did."""
         self._send({"op": "warm"})
@@ -172,7 +175,9 @@ class RunnerSession:
         holds it before its timed pass (``outcome.parked``)."""
         self._send({"op": "run", "job": job, "timeout": timeout, "memory_mb": memory_mb, "max_procs": max_procs})
         outcome = JobOutcome()
-        self._collect({None: outcome}, timeout + 30)
+        # a job that may warm torch.compile first (runner/prewarm.py: 11-15 s idle, more loaded)
+        # is waited for that long more; its own limits are unchanged
+        self._collect({None: outcome}, timeout + 30 + (WARM_COMPILE_S if job.get("warm_compile") else 0))
         return outcome
 
     def interleave(self, outcomes: list[JobOutcome], timeout: float) -> None:
