@@ -65,11 +65,11 @@ def judged_command(
     path = socket or default_socket()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     with Judge(warm=True) as judge:
+        daemon_log = logging.getLogger("kforge.judged")
         try:  # the runner of the default options, started and torch.compile warmed before the first request
-            warmed = judge.warm_runner(options_for({}))
-            logging.getLogger("kforge.judged").info("runner warm: %s", warmed)
+            daemon_log.info("runner warm: %s", judge.warm_runner(options_for({})))
         except Exception as exc:  # its first request starts it instead
-            logging.getLogger("kforge.judged").warning("runner not warmed: %s", exc)
+            daemon_log.warning("runner not warmed: %s", exc)
         try:
             serve(path, judge, ready=lambda: print(f"judge daemon listening at {path}", flush=True))
         except OSError as exc:

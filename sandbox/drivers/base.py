@@ -163,7 +163,7 @@ class RunnerSession:
 
     def warm(self, timeout: float = WARM_COMPILE_S) -> dict[str, Any]:
         """Has the runner pay torch.compile's first-use costs now (``runner/prewarm.py``),
-        rather than in the first job that compiles a baseline; what it did."""
+        rather than before its second job that compiles a baseline; what it did."""
         self._send({"op": "warm"})
         for frame in self._frames(time.monotonic() + timeout):
             if frame.get("kind") == "warmed":

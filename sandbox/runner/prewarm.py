@@ -1,8 +1,12 @@
 """Work done once in the warm runner so that no child pays for it: lazy
 imports that torch and triton make on first use, and (on the CPU) one
-interpreted Triton launch."""
+interpreted Triton launch; for a runner that compiles baselines again and again,
+torch.compile's first-use costs (``prewarm_compile``)."""
 
 from __future__ import annotations
+
+import os
+import sys
 
 
 def prewarm(device: str) -> None:
@@ -30,6 +34,14 @@ def prewarm(device: str) -> None:
     _double[(1,)](torch.ones(8), 8, BLOCK=8)
 
 
+def no_precompiled_headers() -> None:
+    """Inductor without precompiled C++ headers, as every job compiles (zygote._child)."""
+    os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None:
+        config.cpp_cache_precompile_headers = False
+
+
 def prewarm_compile(scratch_root: str) -> dict[str, object]:
     """torch.compile's first-use costs, paid once here instead of in every reference
     job that compiles a baseline: dynamo's and inductor's imports (~3 s), inductor's
@@ -44,7 +56,6 @@ def prewarm_compile(scratch_root: str) -> dict[str, object]:
     started, and without tqdm's monitor thread -- the runner forks every job and must hold
     no process a child could reach and no thread that could hold a lock at the fork.
     Returns what it cost and what the runner holds after."""
-    import os
     import shutil
     import tempfile
     import time
@@ -65,8 +76,7 @@ def prewarm_compile(scratch_root: str) -> dict[str, object]:
     root = tempfile.mkdtemp(prefix="kforge-warm-", dir=scratch_root)
     saved_dir, saved_threads = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), config.compile_threads
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = root
-    os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"  # as in every job (zygote._child)
-    config.cpp_cache_precompile_headers = False
+    no_precompiled_headers()
     config.compile_threads = 1
     try:
         pick_vec_isa()
@@ -88,8 +98,6 @@ def prewarm_compile(scratch_root: str) -> dict[str, object]:
 
 
 def _children() -> int:
-    import os
-
     try:
         with open(f"/proc/self/task/{os.getpid()}/children") as f:
             return len(f.read().split())

@@ -46,13 +46,6 @@ RUNNER_NICE = -5
 
 
 
-def _no_precompiled_headers() -> None:
-    os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] = "0"
-    config = sys.modules.get("torch._inductor.config")
-    if config is not None:
-        config.cpp_cache_precompile_headers = False
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="kforge-runner")
     p.add_argument("--scratch-root", required=True)
@@ -123,7 +116,7 @@ class Runner:
 
     def run_job(self, msg: dict[str, Any]) -> None:
         job = msg["job"]
-        if job.get("compile_baseline") and job.get("warm_compile"):
+        if job.get("warm_compile"):  # set by the judge on a job that compiles a baseline
             # From the second such job on: the warm-up (11-15 s) pays for itself from the
             # third compile (each saves 2-5 s); a judge with one compile never pays it.
             self.compile_jobs += 1
@@ -217,7 +210,9 @@ class Runner:
             # No precompiled C++ headers: inductor keeps them outside its cache directory, where a
             # job cannot reuse them, so every torch.compile baseline paid ~12 s for one even when
             # its kernels came from the packed cache (runner/compiled.py): 15 s -> 2 s warm here.
-            _no_precompiled_headers()
+            from .prewarm import no_precompiled_headers
+
+            no_precompiled_headers()
             tempfile.tempdir = home  # the runner may have cached another (inductor asks gettempdir)
             os.chdir(os.path.join(scratch, "cwd"))
             confine.confine_child(

@@ -37,7 +37,6 @@ def test_a_warmed_runner_holds_no_new_thread_or_process_and_its_jobs_compile_and
         assert second.to_json()["timing"]["baseline_compile"]["median_ms"] > 0
 
 
-
 def test_a_kept_runner_warms_at_its_second_compile_and_a_single_compile_never_warms(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("KFORGE_JUDGE_BASELINE_CACHE", str(tmp_path / "baselines"))
     with Judge(warm=True) as once:
