@@ -388,7 +388,8 @@ class Judge:
                                        if k in ref_trials[i]}}
                            for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
             cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,
-                        "trials": cand_trials, "time_reps": reps, "native_prebuilt": prebuilt,
+                        "trials": cand_trials, "time_reps": reps, "null_reps": C.NULL_PASS_REPS,
+                        "native_prebuilt": prebuilt,
                         "native_timing": native_cpu, "threads": options.threads, "park": ref.parked is not None,
                         "random_reference": any(t.get("random") for t in ref_trials.values())}
             if native_cpu:

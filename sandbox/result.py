@@ -81,7 +81,7 @@ class EvalResult:
 def cpu_label(frame: dict[str, Any]) -> str:
     return (f"cpu: {frame.get('cpu_model', 'unknown CPU')}, {frame.get('threads', '?')} thread(s); native kernels, "
             f"wall clock per call with the last-level cache flushed ({int(frame.get('flush_bytes', 0)) >> 20} MB "
-            "written) before each; baselines timed the same way")
+            "read) before each; baselines timed the same way")
 
 
 def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: bool = False) -> dict[str, Any]:

@@ -138,17 +138,20 @@ def confine_child(uid: int, memory_mb: int, cpu_seconds: int, max_procs: int, li
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
 
 
-def processes_of_uid(uid: int) -> list[int]:
-    pids = []
+def owners() -> dict[int, int]:
+    """Every process in /proc now and the uid that owns it."""
+    found = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid == uid:
-                pids.append(int(name))
-        except OSError:
-            continue
-    return pids
+        if name.isdigit():
+            try:
+                found[int(name)] = os.stat(f"/proc/{name}").st_uid
+            except OSError:
+                continue
+    return found
+
+
+def processes_of_uid(uid: int) -> list[int]:
+    return [pid for pid, owner in owners().items() if owner == uid]
 
 
 def kill_uid(uid: int, rounds: int = 50) -> None:

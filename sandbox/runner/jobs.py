@@ -51,10 +51,11 @@ class Job:
         self.scope.sessions.add(pid)
         os.set_blocking(fd, False)
 
-    def hold(self) -> bool:
-        """Stops the rest of the job (its child stopped itself); False, with the
-        job's reason set, if some process of it would not stop."""
-        if freeze.freeze(self.scope):
+    def hold(self, listing: freeze.Listing | None = None) -> bool:
+        """Stops the rest of the job (its child stopped itself), first from
+        ``listing`` if given; False, with the job's reason set, if some process
+        of it would not stop."""
+        if freeze.freeze(self.scope, listing):
             self.forward.flush()  # its frames before anything the runner says of it
             if self.memory is not None:
                 self.memory.held = True

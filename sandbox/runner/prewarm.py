@@ -1,6 +1,6 @@
 """Work done once in the warm runner so that no child pays for it: lazy
-imports that torch and triton make on first use, and (on the CPU) one
-interpreted Triton launch; for a runner that compiles baselines again and again,
+imports that torch and triton make on first use, and (on the CPU) the cache
+flush's buffers and one interpreted Triton launch; for a runner that compiles baselines again and again,
 torch.compile's first-use costs (``prewarm_compile``)."""
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ def prewarm(device: str) -> None:
         torch.ones(4).add(1)
     if device != "cpu":
         return  # CUDA must not be initialised before the fork
+    from .timing import flush_buffers, flush_bytes
+
+    flush_buffers(flush_bytes())  # the cache flush's buffers, inherited filled by every job
 
     @triton.jit
     def _double(x_ptr, n, BLOCK: tl.constexpr):

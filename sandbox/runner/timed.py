@@ -259,9 +259,9 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
             emit({"kind": "phase", "name": f"{p.label}:loop_end", "reps": len(times)})
         for p, times in zip(parties, timed):
             if p.watch is not None:
+                reps = min(len(times), int(job.get("null_reps") or len(times)))
                 emit({"kind": "phase", "name": f"{p.label}:null_start"})
-                timing.run_null(timing.Loop(len(times), p.prepare, p.null_check), len(times),
-                                device, flush)
+                timing.run_null(timing.Loop(reps, p.prepare, p.null_check), reps, device, flush)
                 emit({"kind": "phase", "name": f"{p.label}:null_end"})
     load_after = timing.load_average()
     for p, loop, times in zip(parties, loops, timed):
@@ -270,6 +270,7 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
             extra["cpus_used"] = round(loop.cpu_ns / loop.wall_ns, 3)
             extra["cpus_used_over_ms"] = round(loop.wall_ns / 1e6, 3)
             extra["faults"], extra["preempted"] = loop.faults, loop.preempted
+            extra["flush_rewritten"] = flush.rewritten if isinstance(flush, timing.CacheFlush) else 0
         if turn is not None:
             extra["interleaved"] = True
         extra["loadavg"] = [load_before, load_after]

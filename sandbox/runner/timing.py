@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import mmap
 import os
 import resource
 import signal
@@ -37,6 +38,9 @@ _cpu_ns = time.process_time_ns  # every thread of the process
 _kill, _getpid, _SIGSTOP = os.kill, os.getpid, signal.SIGSTOP
 _usage, _SELF = resource.getrusage, resource.RUSAGE_SELF
 _memset = ctypes.memset
+_memchr = ctypes.CDLL(None).memchr
+_memchr.restype, _memchr.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+_address = ctypes.addressof
 _cuda_sync = torch.cuda.synchronize
 _Event = torch.cuda.Event
 _elapsed = torch.cuda.Event.elapsed_time
@@ -120,40 +124,79 @@ def grant_threads(wanted: int | None = None) -> int:
 MAX_FLUSH_BYTES = 64 << 20
 
 
-class CacheFlush:
-    """Writes a buffer twice the last-level cache (at most MAX_FLUSH_BYTES),
-    so that no repetition finds its inputs or weights left in cache by the
-    one before.
+# What the flush buffers hold: any byte but zero, so that a page that reads zero (a
+# candidate that dropped it with madvise, left to the kernel's shared zero page, which
+# stays in cache) is found and written again.
+FLUSH_FILL = 0x5A
+_buffers: list[tuple[mmap.mmap, ctypes.Array]] = []
 
-    Two such buffers, written in turn: a flush that rewrote the one buffer found it
-    still in a cache larger than it (a VM guest's share of a 480 MB L3 here: 3 ms
-    per 64 MB when the buffer stayed cached, 7-8 ms when another 64 MB was
-    written in between). Its cost then depended on what ran between two flushes:
-    another party's turn in the timed pass, nothing in the null pass -- and the
-    outside clock charged the difference (~4.5 ms per call) to the candidate's
-    calls (a softmax of 0.5 ms rejected by ``timer_corroborated``). Alternating
-    buffers makes every flush write memory that the other one has pushed out,
-    whatever runs between, and a flush that stays cached no longer leaves the
-    inputs cached behind it."""
+
+def flush_buffers(size: int) -> list[tuple[mmap.mmap, ctypes.Array]]:
+    """The two buffers every CacheFlush of this process reads, made once: by the runner
+    before it forks its jobs (``prewarm``), so that each job inherits them filled.
+
+    A job's own fresh buffers cost it 60-300 ms to fault in on a VM guest (the guest's
+    freed pages go back to the host, and a first touch faults on both sides), twice per
+    evaluation; inherited ones are mapped already. They are private copy-on-write
+    memory: a job that writes to them writes to its own copy, never to another job's
+    (no channel between jobs), and only reading keeps them shared. In 2 MB pages where
+    the kernel has them (the fork then copies 64 page-table entries, not 32768)."""
+    if not _buffers or len(_buffers[0][1]) != size:
+        _buffers.clear()
+        for _ in range(2):
+            m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            try:
+                m.madvise(mmap.MADV_HUGEPAGE)
+            except (AttributeError, OSError):  # a kernel without transparent huge pages
+                pass
+            buf = (ctypes.c_char * size).from_buffer(m)
+            _memset(buf, FLUSH_FILL, size)
+            _buffers.append((m, buf))
+    return _buffers
+
+
+def flush_bytes() -> int:
+    return min(2 * llc_bytes(), MAX_FLUSH_BYTES)
+
+
+class CacheFlush:
+    """Reads a buffer twice the last-level cache (at most MAX_FLUSH_BYTES), so
+    that no repetition finds its inputs or weights left in cache by the one
+    before: every line read comes into the cache hierarchy and pushes out what
+    was there (measured here: an 8 MB sum after a 64 MB read runs as slowly as
+    after a 64 MB write, 1.9x its cached time).
+
+    Two such buffers, read in turn: a flush of the one buffer found it still in
+    a cache larger than it (a VM guest's share of a 480 MB L3 here: 3 ms per
+    64 MB when the buffer stayed cached, 7-8 ms when another 64 MB passed in
+    between). Its cost then depended on what ran between two flushes: another
+    party's turn in the timed pass, nothing in the null pass -- and the outside
+    clock charged the difference (~4.5 ms per call) to the candidate's calls (a
+    softmax of 0.5 ms rejected by ``timer_corroborated``). Alternating buffers
+    makes every flush read memory that the other one has pushed out, whatever
+    runs between.
+
+    The read is libc's ``memchr`` for a zero byte, which the buffers never hold:
+    it reads every byte unless one was changed (a candidate runs in this process
+    and could write to them, or drop their pages to the shared zero page, which
+    would leave the flush reading one cached page): then the whole buffer is
+    written again, which flushes as well, and it is counted (``rewritten``)."""
 
     def __init__(self) -> None:
-        self.bytes = min(2 * llc_bytes(), MAX_FLUSH_BYTES)
-        self._bufs = [(ctypes.c_char * self.bytes)() for _ in range(2)]
-        self._fill = 0
+        self.bytes = flush_bytes()
+        self._bufs = [buf for _, buf in flush_buffers(self.bytes)]
         self._turn = 0
-        # Written once now: ctypes' zeroed buffer is untouched pages, and the first flush
-        # would fault all of them in (~13 ms for 64 MB here) inside the timed pass but not
-        # in the null pass -- the outside clock charged that to a 1-set pass's one call.
-        self()
-        self()
+        self.rewritten = 0
 
     def __call__(self) -> None:
-        # One thread, libc's memset: a torch op would wake torch's thread pool,
-        # whose threads then spin on the CPUs the timed call's own OpenMP
-        # threads need (a native kernel measured 20x slower right after it).
-        self._fill = (self._fill + 1) & 0xFF  # new bytes each time in either buffer
+        # One thread, libc's: a torch op would wake torch's thread pool, whose threads
+        # then spin on the CPUs the timed call's own OpenMP threads need (a native
+        # kernel measured 20x slower right after it).
         self._turn ^= 1
-        _memset(self._bufs[self._turn], self._fill, self.bytes)
+        buf = self._bufs[self._turn]
+        if _memchr(_address(buf), 0, self.bytes) is not None:
+            _memset(buf, FLUSH_FILL, self.bytes)
+            self.rewritten += 1
 
 
 class Loop:
@@ -308,7 +351,7 @@ def time_cuda(fn: Callable[[int], object], loop: Loop, budget_s: float, warmup: 
 def run_null(loop: Loop, reps: int, device: str, flush: Callable[[], object] | None = None) -> None:
     """The timed pass without the call: the same loads, flushes and checks,
     so that the runner's clock (outside this process) over the timed pass
-    minus this one is the time the calls took."""
+    minus this one, per repetition, is the time the calls took."""
     for i in range(reps):
         if loop.before is not None:
             loop.before(i)

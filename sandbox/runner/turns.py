@@ -44,10 +44,11 @@ def interleave(runner: Any, msg: dict[str, Any]) -> None:
         if stopped_at is not None:
             runner.send({"kind": "paused", "job": job.id, "from": stopped_at, "to": resumed})
         state = job.watch(until_stop=True)
+        listing = freeze.Listing()  # one pass over /proc for this job's hold and every held job's ticks
         if state == "stopped":
-            job.hold()
+            job.hold(listing)
         for j in held:
-            ticks = freeze.ran(before[j.id], freeze.cpu_ticks(j.scope))
+            ticks = freeze.ran(before[j.id], freeze.cpu_ticks(j.scope, listing))
             if ticks:
                 runner.send({"kind": "crosstalk", "job": j.id, "ticks": ticks, "during": job.id})
         if state != "stopped" or job.reason is not None:

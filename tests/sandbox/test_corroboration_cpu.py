@@ -5,13 +5,13 @@ not a cheat, a low report is."""
 from __future__ import annotations
 
 from sandbox.drivers.base import JobOutcome
-from sandbox.verdict.checks import corroboration_check
+from sandbox.verdict.checks import NULL_PASS_REPS, corroboration_check
 
 
 def _outcome(times_ms: list[float], outside_ms_per_call: float, null_ms_per_call: float = 5.0) -> JobOutcome:
     reps = len(times_ms)
     loop = (null_ms_per_call + outside_ms_per_call) * reps / 1000
-    null = null_ms_per_call * reps / 1000
+    null = null_ms_per_call * min(reps, NULL_PASS_REPS) / 1000  # the null pass runs at most 16 sets
     phases = {"loop_start": 0.0, "loop_end": loop, "null_start": loop, "null_end": loop + null}
     frames = [{"kind": "phase", "name": f"candidate:{p}", "_t": t} for p, t in phases.items()]
     frames.append({"kind": "timing", "name": "candidate", "times_ms": times_ms})
@@ -37,25 +37,35 @@ def test_a_pass_without_its_null_pass_is_not_corroborated() -> None:
     assert corroboration_check(JobOutcome(frames=frames), "candidate", "cpu", enforce=True).outcome == "fail"
 
 
-def test_every_flush_writes_the_buffer_the_last_one_did_not() -> None:
-    """A flush that rewrote one buffer found it still cached in a large VM cache (3 ms) in
-    the null pass and evicted by the other party's turn in the timed pass (7-8 ms): the
-    outside clock charged the difference to the calls. Two buffers in turn: each flush
-    writes the one the other pushed out, whatever ran between."""
-    from sandbox.runner.timing import CacheFlush
+def test_flushes_read_the_two_buffers_in_turn_and_write_back_a_changed_one() -> None:
+    """A flush of one buffer found it still cached in a large VM cache (3 ms) in the null
+    pass and evicted by the other party's turn in the timed pass (7-8 ms): the outside clock
+    charged the difference to the calls. Two buffers in turn, each read whole: a byte a
+    candidate changed (it runs in the process) or a page it dropped to the kernel's zero
+    page (which would stay cached) is found by that read, and the buffer written again."""
+    import mmap
 
-    flush = CacheFlush()
-    bufs = flush._bufs
+    from sandbox.runner import timing
+
+    flush = timing.CacheFlush()
+    maps = timing.flush_buffers(flush.bytes)
+    bufs = [buf for _, buf in maps]
     assert len(bufs) == 2 and all(len(b) == flush.bytes for b in bufs)
-    written = []
-    for _ in range(4):
-        before = [b.raw[:1] + b.raw[-1:] for b in bufs]
+    middle = flush.bytes // 2
+    for b in bufs:
+        b[middle] = b"\0"
+    restored = []
+    for expected in (1, 2, 2):
         flush()
-        after = [b.raw[:1] + b.raw[-1:] for b in bufs]
-        changed = [i for i in range(2) if before[i] != after[i]]
-        assert len(changed) == 1, (before, after)
-        written += changed
-    assert written in ([0, 1, 0, 1], [1, 0, 1, 0])
+        assert flush.rewritten == expected
+        restored.append([b[middle] for b in bufs].count(b"\0"))
+    assert restored == [1, 0, 0]  # one buffer a flush, the other the next time
+    page = mmap.PAGESIZE
+    for m, _ in maps:  # dropped: it reads zero until written again
+        m.madvise(mmap.MADV_DONTNEED, 4 * page, page)
+    assert all(b[4 * page] == b"\0" for b in bufs)
+    flush(), flush()
+    assert flush.rewritten == 4 and all(b[4 * page] == bytes([timing.FLUSH_FILL]) for b in bufs)
 
 
 def _result(reasons: list[str]):
