@@ -23,15 +23,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# torch-free: `kforge eval` asking a running daemon never imports torch (a second of its start)
+# torch-free: `kforge eval` asking a running daemon never imports torch (a second of its start),
+# nor pydantic: the settings are read where options are made (the daemon, or judging here)
 from sandbox.errors import JudgeError, error_json
 
-from .backends import BackendError
-from .compose import eval_options
-from .settings import Settings, get_settings
+from .settings_env import data_dir_from_env
 
 if TYPE_CHECKING:
     from sandbox import EvalOptions
+
+    from .settings import Settings
 
 log = logging.getLogger("kforge.judged")
 # What a request may ask for besides the files: the options of `kforge eval`.
@@ -40,7 +41,15 @@ MAX_REQUEST_BYTES = 64 << 20
 
 
 def default_socket(settings: Settings | None = None) -> Path:
-    return (settings or get_settings()).data_dir / "judged" / "judge.sock"
+    if settings is None:
+        found = data_dir_from_env()
+        if found is None:
+            from .settings import get_settings
+
+            settings = get_settings()
+        else:
+            return found / "judged" / "judge.sock"
+    return settings.data_dir / "judged" / "judge.sock"
 
 
 def validate(options: EvalOptions) -> list[str]:
@@ -61,6 +70,9 @@ def validate(options: EvalOptions) -> list[str]:
 
 def options_for(request: dict[str, Any], settings: Settings | None = None) -> EvalOptions:
     """The judge's options from a request's (or the command line's) values."""
+    from .compose import eval_options
+    from .settings import get_settings
+
     given = {k: request[k] for k in OPTIONS if request.get(k) is not None}
     backend = given.pop("backend", "triton")
     return eval_options(settings or get_settings(), backend, **given)
@@ -69,6 +81,8 @@ def options_for(request: dict[str, Any], settings: Settings | None = None) -> Ev
 def judged(run: Callable[[EvalOptions], dict[str, Any]], request: dict[str, Any]) -> dict[str, Any]:
     """``run(options)``'s result for a request's options, or the error a user can act on:
     a bad option, an unusable reference, or (never a crash) an internal error named."""
+    from .backends import BackendError
+
     try:
         options = options_for(request)
     except BackendError as exc:

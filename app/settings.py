@@ -13,6 +13,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .settings_env import DATA_DIR_DEFAULT, ENV_FILE, ENV_PREFIX
+
 # Who writes kernels: the offline engine (no model) or one of agents.providers' SDK
 # providers (PROVIDER_NAMES; a test keeps the two lists equal). The CLI, REST, MCP and
 # batch take their choices from here.
@@ -20,10 +22,10 @@ PROVIDERS: tuple[str, ...] = ("offline", "openai", "anthropic", "gemini")
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="KFORGE_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=ENV_FILE, extra="ignore")
 
     environment: str = "development"
-    data_dir: Path = Path(".kforge")
+    data_dir: Path = DATA_DIR_DEFAULT
     database_url: str | None = None
     broker_url: str | None = None
     visibility_timeout_s: int = 3600

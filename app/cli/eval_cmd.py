@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from sandbox.errors import JudgeError, error_json
 
@@ -97,6 +95,9 @@ def ask_daemon(reference: Path, candidate: Path, request: dict[str, Any], socket
 
 
 def render(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     colour = {"pass": "green", "fail": "red", "error": "yellow"}[result["verdict"]]
     console.print(f"[bold {colour}]{result['verdict'].upper()}[/]")

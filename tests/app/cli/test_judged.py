@@ -48,13 +48,39 @@ def test_a_named_socket_without_a_daemon_is_an_error(tmp_path: Path) -> None:
     assert code == 2 and "no judge daemon listens at" in report["reasons"][0], report
 
 
-def test_asking_a_daemon_never_imports_torch() -> None:
+def test_asking_a_daemon_never_imports_torch_pydantic_or_rich(tmp_path: Path) -> None:
     """`kforge eval` with a judge daemon running is a client: importing torch there cost a
-    second of its 2.8 s (the judge's own work was 1.1 s)."""
-    import subprocess
+    second of its 2.8 s (the judge's own work was 1.1 s); pydantic (the settings) and rich
+    (the table it does not print with --json) 0.1 s of the 0.2 s left."""
     import sys
 
-    code = ("import sys; import app.cli.eval_cmd, app.judged; "
-            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith(('torch', 'sandbox')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    code = ("import sys; import app.cli.eval_cmd, app.judged; app.judged.default_socket(); "
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'pydantic', 'pydantic_settings', "
+            "'rich')); assert not heavy, heavy")
+    env = {**os.environ, "KFORGE_DATA_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_socket_is_where_the_settings_put_the_data_dir(tmp_path: Path, monkeypatch) -> None:
+    """Found without pydantic where it can be (the environment, or no .env file to read),
+    and from Settings otherwise: the same folder either way."""
+    from app import judged
+    from app.settings import Settings, get_settings
+
+    monkeypatch.chdir(tmp_path)
+    for name in [k for k in os.environ if k.lower() == "kforge_data_dir"]:
+        monkeypatch.delenv(name)
+    cases = [({}, None), ({"KFORGE_DATA_DIR": str(tmp_path / "a")}, None), ({"kforge_data_dir": str(tmp_path / "b")}, None),
+             ({}, f"KFORGE_DATA_DIR={tmp_path / 'c'}\n"), ({"KFORGE_DATA_DIR": str(tmp_path / "d")}, "KFORGE_DATA_DIR=/x\n"),
+             ({}, "KFORGE_PROVIDER=offline\n")]
+    for env, dotenv in cases:
+        with monkeypatch.context() as m:
+            for k, v in env.items():
+                m.setenv(k, v)
+            if dotenv is not None:
+                (tmp_path / ".env").write_text(dotenv)
+            get_settings.cache_clear()  # read once a process, as a command reads them
+            assert judged.default_socket() == Settings().data_dir / "judged" / "judge.sock", (env, dotenv)
+            (tmp_path / ".env").unlink(missing_ok=True)
+    assert judged.default_socket() == Path(".kforge") / "judged" / "judge.sock"
