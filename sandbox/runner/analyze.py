@@ -77,13 +77,21 @@ def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
     # (``forward(x, h0=None)``: ``if h0 is None`` is decided, not a proxy's truth value).
     defaults = {p.name: p.default for p in params[len(inputs):] if p.default is not p.empty} or None
     try:
-        return fx.symbolic_trace(model, concrete_args=defaults)
+        tracer = fx.Tracer()
+        tracer.proxy_buffer_attributes = True  # see below
+        graph = tracer.trace(model, concrete_args=defaults)
+        return fx.GraphModule(tracer.root, graph, type(model).__name__)
     except Exception as first:
         metas = {p.name: x.to("meta") for p, x in zip(params, inputs) if isinstance(x, torch.Tensor)}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 tracer = MetaTracer()
+                # A buffer forward reads stays a node of the graph (``self.bias[:, :, :T, :T] == 0``, a
+                # causal mask): unproxied, the trace computed what forward made of it and kept the
+                # result as a constant of this call's sizes (and a size-sliced buffer failed the
+                # symbolic trace outright).
+                tracer.proxy_buffer_attributes = True
                 graph = tracer.trace(model, meta_args=metas, concrete_args=defaults)
             return fx.GraphModule(tracer.root, graph, type(model).__name__)
         except Exception:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import composite, layers, recurrent
+from . import attention, composite, layers, recurrent
 from .expr import Expr, Unsupported, const
 
 __all__ = ["Expr", "Traced", "Unsupported", "build", "const"]
@@ -220,6 +220,9 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
     if target == "getitem":
         base = _ref(env, args[0])
         selected = recurrent.getitem(base, args[1], name)
+        if selected is None:
+            selected = attention.part(base, args[1], name) or attention.size_item(base, args[1], name) \
+                or attention.crop(base, args[1], name, _shape(node))
         if selected is not None:
             return selected
         if base.kind == "op" and base.op in ("max", "min") and base.attrs.get("dim") is not None and args[1] == 0:
@@ -233,8 +236,22 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
     if target in ("tensor", "scalar_tensor", "as_tensor") and args and isinstance(args[0], (int, float)) \
             and not isinstance(args[0], bool):
         return const(float(args[0]))  # torch.tensor(v, device=x.device): a scalar
+    if target == "size" and args and isinstance(args[0], str) and args[0] in env:
+        return attention.size(env[args[0]], _arg(node, 1, "dim", None), name)
     if target in ("size", "dim", "numel", "_assert_is_none"):
         return Expr("meta", name, op=target)
+    if target in ("split", "chunk") and args and isinstance(args[0], str) and args[0] in env:
+        return attention.split(target, _tensor(env, args[0], name), lambda pos, key, default: _arg(node, pos, key,
+                                                                                                   default), name)
+    if target == "masked_fill":
+        return attention.masked_fill(_tensor(env, args[0], name), _tensor(env, _arg(node, 1, "mask", None), name),
+                                     _arg(node, 2, "value", None), name)
+    if target == "eq" and len(args) == 2:
+        return Expr("op", name, op="eq", args=(_tensor(env, args[0], name), _ref(env, args[1])))
+    if target == "sqrt" and args and isinstance(args[0], str) and args[0] in env:
+        root = attention.sqrt_of(env[args[0]], name)
+        if root is not None:
+            return root
     if target == "randn":
         # forward's own normal draw (an RNN's initial state when none is given): the host that
         # reads it draws it as torch does, from the generator the judge seeds before each call
@@ -263,6 +280,10 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         target = "maximum" if target == "max" else "minimum"
     if target in BINARY or target == "rsub":
         a, b = _ref(env, args[0]), _ref(env, _arg(node, 1, "other", None))
+        scaled = attention.quotient(a, b, name) if target == "div" else attention.product(a, b, name) \
+            if target == "mul" else None
+        if scaled is not None:
+            return scaled
         for e in (a, b):
             if e.kind == "meta":
                 raise Unsupported(f"{name}: operand {e.name} is a size or other non-tensor value")
@@ -379,7 +400,7 @@ def _matmul_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Exp
                   dtype=node.get("dtype"))
         return mm if bias.kind == "const" else Expr("op", name, op="add", args=(mm, bias))
     a, b = _tensor(env, args[0], name), _tensor(env, _arg(node, 1, "other", args[1] if len(args) > 1 else None), name)
-    return Expr("op", name, op="matmul", args=(a, b))
+    return attention.attention(a, b, name) or Expr("op", name, op="matmul", args=(a, b))
 
 
 def _einsum_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:

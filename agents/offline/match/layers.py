@@ -124,7 +124,7 @@ def attention(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
             or qs[-1] != ks[-1] or ks[-2] != vs[-2]:
         raise NoMatch(f"attention over q {list(qs)}, k {list(ks)}, v {list(vs)}: broadcast or mismatched shapes")
     spec = {"q": q, "k": k, "v": v, "causal": root.attrs["causal"], "scale": root.attrs["scale"],
-            "out_shape": out_shape}
+            "mask": root.attrs.get("mask"), "out_shape": out_shape}
     return Match("attention", "causal attention" if spec["causal"] else "attention", ctx, spec)
 
 

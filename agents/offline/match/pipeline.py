@@ -46,14 +46,15 @@ class Stage:
 
     @property
     def kind(self) -> str:
-        return self.match.kind if self.match else "index" if self.node.op == "select" else "reshape"
+        return self.match.kind if self.match else "index" if self.node.op in ("select", "narrow") else "reshape"
 
 
 def _reshape(e: Expr) -> bool:
-    """A stage that is a view of the tensor before it, no kernel: a reshape, or an index by
-    ints and whole-dim slices (``out[:, -1, :]``, the next stage makes it contiguous)."""
+    """A stage that is a view of the tensor before it, no kernel: a reshape, an index by
+    ints and whole-dim slices (``out[:, -1, :]``), or one part of an even split (q, k and v
+    of a fused projection); the next stage makes it contiguous."""
     return e.kind == "op" and (e.op == "view" and e.shape is not None and e.shape != e.args[0].shape
-                               or e.op == "select")
+                               or e.op in ("select", "narrow"))
 
 
 def _pointwise(e: Expr) -> bool:
@@ -222,6 +223,8 @@ def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
         raise NoMatch(f"{node.name}: a reshape of {src.kind} {src.name}")
     if node.op == "select":
         return f"{var}[{', '.join(':' if i is None else str(i) for i in node.attrs['index'])}]"
+    if node.op == "narrow":  # the split's part count, as the reference's own sizes give it
+        return f"{var}.chunk({node.attrs['parts']}, {node.attrs['dim']})[{node.attrs['part']}]"
     terms = view_terms(tuple(src.shape or ()), tuple(node.shape or ()))
     if terms is not None:
         return f"{var}.reshape({', '.join(t.format(t=var) for t in terms)})"
