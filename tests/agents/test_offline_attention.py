@@ -94,6 +94,11 @@ def test_hand_written_causal_attention_passes_the_judge(judge: Judge) -> None:
     assert "causal attention in C" in source and ".chunk(3, 2)[1]" in source and "causal_mask_holds(" in source
 
 
+def test_the_triton_candidate_checks_the_mask_too() -> None:
+    proposal = OfflineEngine("triton").propose(analyse(HAND_WRITTEN), 1, from_source(HAND_WRITTEN))[0]
+    assert "causal_mask_holds(self.mask" in proposal.source and "raise ValueError" in proposal.source
+
+
 def test_a_mask_buffer_that_is_not_causal_is_refused() -> None:
     """A state_dict whose mask is all ones (attention over every key): the reference computes
     that, and the candidate, whose kernel is causal, raises instead of answering wrongly."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..attention_mask import checked
 from .common import module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 
@@ -83,17 +84,6 @@ HOST = '''def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale
     return out
 '''
 
-# The reference masks its scores with a buffer (``masked_fill(bias[..., :L, :L] == 0, -inf)``) that
-# its constructor makes the lower triangle of ones: the kernel's causal loop is that mask. A buffer
-# changed since (a state_dict loaded into the model) is checked first, and refused, never ignored.
-MASK_HOST = '''def causal_mask_holds(mask: torch.Tensor, n: int) -> bool:
-    """Whether mask[..., :n, :n] is nonzero exactly on and below the diagonal."""
-    cut = mask[..., :n, :n]
-    lower = torch.ones(n, n, dtype=torch.bool, device=cut.device).tril()
-    return bool(torch.equal(cut != 0, lower.expand(cut.shape)))
-'''
-
-
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
@@ -106,11 +96,6 @@ def render(match: Any, params: dict[str, Any]) -> str:
            f"Parameters: {knobs}.\n")
     call = f"return attention({ctx.leaf_arg(q)}, {ctx.leaf_arg(k)}, {ctx.leaf_arg(v)}, {spec['scale']!r}, " \
            f"{spec['causal']!r})"
-    body, host = [call], [HOST]
-    if spec.get("mask"):
-        why = f"{spec['mask']} is not the causal mask this kernel computes (not the lower triangle of ones)"
-        body = [f"if not causal_mask_holds({ctx.param_access(spec['mask'])}, {ctx.leaf_arg(q)}.shape[-2]):",
-                f"    raise ValueError({why!r})", call]
-        host.append(MASK_HOST)
-    return module_source(doc, prelude({"kf_exp"}) + "\n\n" + kernel, [PROTO], "attention", host, ctx, body,
+    body, extra = checked(spec, ctx, call)
+    return module_source(doc, prelude({"kf_exp"}) + "\n\n" + kernel, [PROTO], "attention", [HOST, *extra], ctx, body,
                          uses_math=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..attention_mask import checked
 from ..common import model_class, module_source
 
 PARAM_SPACE: list[dict[str, Any]] = [
@@ -80,7 +81,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
         "    return out"])
     call = f"return attention({ctx.leaf_arg(q)}, {ctx.leaf_arg(k)}, {ctx.leaf_arg(v)}, {spec['scale']!r}, " \
            f"{spec['causal']!r})"
-    cls = model_class(ctx, [call], "Same constructor and forward signature as the reference's Model.")
+    body, extra = checked(spec, ctx, call)
+    cls = model_class(ctx, body, "Same constructor and forward signature as the reference's Model.")
     doc = (f"{match.kind} in Triton, fused and tiled with an online softmax (offline engine, no LLM).\n\n"
            f"Launch parameters: BLOCK_M={bm}, BLOCK_N={bn}, num_warps={warps}.\n")
-    return module_source(doc, [kernel, host, cls], uses_math=True)
+    return module_source(doc, [kernel, host, *extra, cls], uses_math=True)
