@@ -12,7 +12,7 @@ waiting job that ran anyway is reported, and so is a process that appeared in it
 
 Listing /proc is what a turn costs (0.3 ms with 85 processes here, five listings
 a turn, a hundred turns an evaluation; more on a busy host), so a turn lists it
-once (``Listing``), for the job that ends its turn and for every held job alike,
+once (``confine.owners``), for the job that ends its turn and for every held job alike,
 and a held scope keeps the processes its freeze confirmed stopped (``held``):
 a stopped process cannot fork, so none can join it until it runs again.
 
@@ -45,11 +45,8 @@ def _stat(pid: int) -> list[str] | None:
         return None
 
 
-class Listing:
-    """One pass over /proc: every process and the uid that owns it."""
-
-    def __init__(self) -> None:
-        self.owner = confine.owners()
+# One pass over /proc (``confine.owners``): every process and the uid that owns it.
+Listing = dict[int, int]
 
 
 def session_of(pid: int) -> int | None:
@@ -70,12 +67,12 @@ class Scope:
         ``strays`` (to stop, never to continue), also those of a sole uid in no
         live job's session: one that left its session cannot be told apart, and
         stays stopped."""
-        listing = listing or Listing()
+        owner = confine.owners() if listing is None else listing
         if self.unique:
-            return [pid for pid, uid in listing.owner.items() if uid == self.uid]
+            return [pid for pid, uid in owner.items() if uid == self.uid]
         me = os.getpid()
         found = []
-        for pid, uid in listing.owner.items():
+        for pid, uid in owner.items():
             if pid == me:
                 continue
             sid = session_of(pid)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from . import freeze
+from . import confine, freeze
 
 
 def interleave(runner: Any, msg: dict[str, Any]) -> None:
@@ -44,7 +44,7 @@ def interleave(runner: Any, msg: dict[str, Any]) -> None:
         if stopped_at is not None:
             runner.send({"kind": "paused", "job": job.id, "from": stopped_at, "to": resumed})
         state = job.watch(until_stop=True)
-        listing = freeze.Listing()  # one pass over /proc for this job's hold and every held job's ticks
+        listing = confine.owners()  # one pass over /proc for this job's hold and every held job's ticks
         if state == "stopped":
             job.hold(listing)
         for j in held:
