@@ -10,7 +10,9 @@ another mostly still do), never below 8. A first factor comes from the input
 shapes read off the syntax tree (no code runs); the bytes are then *measured*
 by the judge's sandboxed analysis (`Judge.analyze`: the reference runs in a
 sandboxed runner, never in this process), and the factor shrinks until the
-measurement fits. GB is 10^9 bytes.
+measurement fits. GB is 10^9 bytes. Parameters that no size shrinks (literal widths
+in the constructor) are taken up to FIXED_PARAMS_GB, and the fit says so
+(`params_fixed`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Fit:
     source: str                 # the reference as run: the sizes written in
     params_bytes: int = 0       # the model's parameters and buffers at `sizes`, measured in the sandbox
     largest_bytes: int = 0      # the largest tensor one call makes at `sizes`, measured in the sandbox
+    params_fixed: bool = False  # parameters over params_cap that no size shrinks (literals in the constructor)
 
     @property
     def scaled(self) -> bool:
@@ -207,6 +210,7 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
     factor = first_factor(problem, defaults, budget) if defaults else 1.0
     last = ""
     in_place, coarse = True, 0
+    prev: tuple[float, int] | None = None  # (factor, parameter bytes) of the last measurement
     for attempt in range(attempts):
         sizes = scaled_sizes(defaults, factor, coarse)
         source = with_sizes(problem, sizes, in_place)
@@ -231,6 +235,11 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
         if used is not None and used <= budget and params <= params_cap(budget_gb) \
                 and largest <= largest_cap(budget_gb):
             return Fit(budget_gb, used, defaults, sizes, factor, source, params, largest)
+        if used is not None and used <= budget and largest <= largest_cap(budget_gb) \
+                and params <= FIXED_PARAMS_GB * GB and prev and fixed_params(prev, (factor, params)):
+            return Fit(budget_gb, used, defaults, sizes, factor, source, params, largest, params_fixed=True)
+        if used is not None:
+            prev = (factor, params)
         if not defaults or sizes == scaled_sizes(defaults, factor / 4):
             break  # nothing left to shrink
         over = max(used / budget, params / params_cap(budget_gb), largest / largest_cap(budget_gb)) if used else 0.0
@@ -243,6 +252,14 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
                    f"{', '.join(defaults) or 'its sizes (none found)'}: {why}")
 
 
+def fixed_params(before: tuple[float, int], after: tuple[float, int]) -> bool:
+    """Whether the parameters are the constructor's literals: between two measurements
+    (factor, bytes) the sizes shrank and the parameters fell by less than a quarter of
+    what parameters growing linearly with the sizes would have."""
+    (f0, p0), (f1, p1) = before, after
+    return f1 < f0 and p0 - p1 < 0.25 * p0 * (1 - f1 / f0)
+
+
 def params_cap(budget_gb: float) -> float:
     """Bytes the model's parameters and buffers may take: the budget counts one call's
     inputs and outputs, but the reference, every candidate and the tuning pass's variants
@@ -253,6 +270,10 @@ def params_cap(budget_gb: float) -> float:
 
 
 PARAMS_GB = 0.5
+# Parameters no size shrinks (VGG's 4096-wide classifier written as literals) are taken
+# up to this: one job holds them, their float64 copy and a candidate's packed copy
+# within the sandbox's 4 GB base memory.
+FIXED_PARAMS_GB = 1.0
 
 
 def largest_cap(budget_gb: float) -> float:

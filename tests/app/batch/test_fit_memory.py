@@ -391,3 +391,49 @@ def test_the_coarse_step_keeps_channels_divisible_by_a_small_group_count() -> No
     assert sizes["input_channels"] < 240 and sizes["height"] < 224
     assert scale(32, 0.44, coarse=True) % 8 == 0  # the power-of-two step is unchanged
 
+
+
+WIDE_LITERALS = """import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.head = torch.nn.Sequential(torch.nn.Linear(256, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, num_classes))
+
+    def forward(self, x):
+        return self.head(x)
+
+
+batch_size = 512
+num_classes = 16
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 256)]
+
+
+def get_init_inputs():
+    return [num_classes]
+"""
+
+
+def test_parameters_no_size_shrinks_are_taken_up_to_their_own_cap(judge, tmp_path, monkeypatch):
+    # VGG's classifier: 4096-wide layers written as literals, over the parameter cap at any batch
+    path = tmp_path / "wide_literals.py"
+    path.write_text(WIDE_LITERALS)
+    monkeypatch.setattr(F, "PARAMS_GB", 0.001)  # 1 MB; the model holds 2.2 MB whatever the sizes
+    monkeypatch.setattr(F, "FIXED_PARAMS_GB", 0.01)
+    fit = fit_problem(str(path), 0.0005, analyze(judge))
+    assert fit.params_fixed and fit.record()["params_fixed"] is True
+    assert 2e6 < fit.params_bytes < 3e6 and fit.bytes <= 0.0005 * 1e9
+    monkeypatch.setattr(F, "FIXED_PARAMS_GB", 0.002)  # below what they hold: still a clear error
+    with pytest.raises(FitError, match="GB of parameters"):
+        fit_problem(str(path), 0.0005, analyze(judge))
+
+
+def test_fixed_parameters_are_those_that_fall_less_than_the_sizes():
+    assert F.fixed_params((1.0, 1000), (0.5, 990))          # sizes halved, parameters 1% less
+    assert not F.fixed_params((1.0, 1000), (0.5, 500))      # linear in the sizes
+    assert not F.fixed_params((1.0, 1000), (0.5, 250))      # quadratic
+    assert not F.fixed_params((0.5, 1000), (0.5, 1000))     # nothing shrank: no evidence
