@@ -214,6 +214,7 @@ def _init_body(fn: ast.FunctionDef, methods: dict[str, ast.FunctionDef] | None =
         return None  # no super().__init__() call at the top level: not a plain nn.Module constructor
     a = fn.args
     args = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]} | {p.arg for p in (a.vararg, a.kwarg) if p}
+    body = [s for s in body if not _unread_tensor_attr(s, args | set(helpers.defs) | set(helpers.imports))]
     # what the body needs, closed over the helpers it reaches
     need_defs: list[str] = []
     need_methods: list[str] = []
@@ -247,6 +248,27 @@ def _init_body(fn: ast.FunctionDef, methods: dict[str, ast.FunctionDef] | None =
     own = [ast.unparse(ast.fix_missing_locations(rewrite.visit(copy.deepcopy(s)))) for s in model_code]
     imports = tuple(helpers.imports[n] for n in sorted(need_imports))
     return (*imports, *(ast.unparse(s) for s in module_code), *own[:len(need_methods)]), tuple(own[len(need_methods):])
+
+
+_FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "randint"})
+
+
+def _unread_tensor_attr(stmt: ast.stmt, known: set[str]) -> bool:
+    """``self.h0 = torch.randn((num_layers * 2, batch_size, hidden_size))``: a plain tensor
+    attribute (not a parameter, buffer or module, so not in the state_dict) made from a name
+    the constructor cannot see in ModelNew's file (a module constant of the reference). The
+    engine's kernels never read such an attribute (a state forward copies into is read as
+    what was copied), so ModelNew's constructor leaves it out and keeps the rest."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return False
+    target, value = stmt.targets[0], stmt.value
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+        return False
+    func = value.func if isinstance(value, ast.Call) else None
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "torch"
+            and func.attr in _FACTORIES):
+        return False
+    return bool(_reads([value]) - known - _BODY_GLOBALS)
 
 
 def _only_called(nodes: list[ast.stmt], names: set[str]) -> bool:

@@ -7,7 +7,8 @@ executing user code. Returns plain data only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -60,6 +61,25 @@ def _why(exc: Exception) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
 
 
+@contextlib.contextmanager
+def _attributes_kept(model: torch.nn.Module) -> Iterator[None]:
+    """Every module's attributes as they were before the trace: a forward that assigns
+    state (``self.hidden = self.tanh(...)``: an RNN cell keeping its hidden state) leaves a
+    proxy there, which the graph module would copy as the attribute's value and which
+    running the graph then extends with nodes after its output."""
+    kept = [(m, dict(m.__dict__), dict(m._parameters), dict(m._buffers)) for m in model.modules()]
+    try:
+        yield
+    finally:
+        for m, attrs, params, buffers in kept:
+            m.__dict__.clear()
+            m.__dict__.update(attrs)
+            m._parameters.clear()
+            m._parameters.update(params)
+            m._buffers.clear()
+            m._buffers.update(buffers)
+
+
 def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
     """torch.fx's symbolic trace of ``model``; where forward reads its inputs' sizes (``x.size(0)``
     in a ``range``, a slice or a branch: ResNets, DenseNets, Swin), the same trace with sizes
@@ -79,7 +99,8 @@ def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
     try:
         tracer = fx.Tracer()
         tracer.proxy_buffer_attributes = True  # see below
-        graph = tracer.trace(model, concrete_args=defaults)
+        with _attributes_kept(model):
+            graph = tracer.trace(model, concrete_args=defaults)
         return fx.GraphModule(tracer.root, graph, type(model).__name__)
     except Exception as first:
         metas = {p.name: x.to("meta") for p, x in zip(params, inputs) if isinstance(x, torch.Tensor)}
@@ -92,7 +113,8 @@ def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
                 # result as a constant of this call's sizes (and a size-sliced buffer failed the
                 # symbolic trace outright).
                 tracer.proxy_buffer_attributes = True
-                graph = tracer.trace(model, meta_args=metas, concrete_args=defaults)
+                with _attributes_kept(model):
+                    graph = tracer.trace(model, meta_args=metas, concrete_args=defaults)
             return fx.GraphModule(tracer.root, graph, type(model).__name__)
         except Exception:
             raise first from None

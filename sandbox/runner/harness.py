@@ -264,7 +264,7 @@ def time_baselines(job: dict[str, Any], emit: Emit, model: torch.nn.Module, sets
 def record_ops(model: torch.nn.Module, inputs: list[Any], device: str) -> dict[str, Any]:
     """The reference's ops, and its work (FLOPs, bytes by op) by the same
     recorder that labels the candidate's data flow."""
-    recorder = provenance.Provenance(None, inputs + list(model.parameters()) + list(model.buffers()))
+    recorder = provenance.Provenance(None, inputs + list(model.parameters()) + list(model.buffers()), labels=False)
     with torch.no_grad(), recorder:
         model(*inputs)
     sync(device)

@@ -207,3 +207,20 @@ def test_a_canary_is_compared_in_place_and_any_changed_byte_counts():
             raw[at] ^= 1
             assert not _still_canary(raw, block), (n, at)
             raw[at] ^= 1
+
+
+def test_the_reference_work_without_labels_is_the_same_and_a_recurrence_stays_small() -> None:
+    # the reference's work is all its records: counted without labels, it is what labels gave,
+    # and a GRU unrolled into torch ops (labels growing with every step) keeps no label at all
+    gru = torch.nn.GRU(8, 16, num_layers=2)
+    x = torch.randn(64, 2, 8)
+    works, ops = [], []
+    for labels in (True, False):
+        mode = provenance.Provenance(None, [x, *gru.parameters()], labels=labels)
+        with torch.no_grad(), mode:
+            gru(x, torch.randn(2, 2, 16))
+        works.append(provenance.reference_work(mode))
+        ops.append(mode.ops)
+        if not labels:
+            assert mode.label == {} and mode.records
+    assert works[0] == works[1] and ops[0] == ops[1] and works[0]["flops"] > 0

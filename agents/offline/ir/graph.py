@@ -85,6 +85,7 @@ def build(analysis: dict[str, Any]) -> Traced:
     problems: list[str] = []
     assumed: list[str] = []
     output: Expr | None = None
+    written: dict[str, Expr] = {}  # plain tensor attributes forward copied a value into
     for node in graph:
         name, op = node["name"], node["op"]
         shape = tuple(node["shape"]) if node.get("shape") is not None else None
@@ -108,6 +109,15 @@ def build(analysis: dict[str, Any]) -> Traced:
                 if key not in params and isinstance(value, (int, float)) and not isinstance(value, bool):
                     env[name] = const(float(value))  # torch.tensor(v) in forward: a scalar
                     continue
+                if key not in params and key in written:
+                    env[name] = written[key]  # read back after forward copied into it
+                    continue
+                if key not in params and shape is not None:
+                    # a tensor kept as a plain attribute (an RNN cell's hidden state): usable only
+                    # once forward has copied its inputs into it (``state_copy``)
+                    env[name] = Expr("meta", name, op="state", attrs={"attr": key}, shape=shape,
+                                     value=f"attribute {key!r} is state outside the state_dict")
+                    continue
                 if key not in params:
                     raise Unsupported(f"{name}: attribute {key!r} is not in the state_dict")
                 e = Expr("param", name, shape=tuple(params[key]["shape"]), dtype=params[key]["dtype"], ref=key)
@@ -118,6 +128,9 @@ def build(analysis: dict[str, Any]) -> Traced:
                 if not isinstance(out, str) or out not in env:
                     raise Unsupported("the reference returns several values or a non-tensor")
                 output = env[out]
+                continue
+            elif op == "call_method" and node["target"] == "copy_" and _is_state(env, node["args"][0]):
+                env[name] = written[env[node["args"][0]].attrs["attr"]] = state_copy(node, env)
                 continue
             elif op == "call_module":
                 e = _module_node(node, env, params, leaves, assumed)
@@ -156,6 +169,21 @@ def _unique(nodes: list[Expr]) -> list[Expr]:
     for e in nodes:
         seen.setdefault(tuple(id(a) for a in e.args), e)
     return list(seen.values())
+
+
+def _is_state(env: dict[str, Expr], v: Any) -> bool:
+    return isinstance(v, str) and v in env and env[v].kind == "meta" and env[v].op == "state"
+
+
+def state_copy(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
+    """``self.hidden.copy_(h0)``: the attribute holds h0's values from here on, so a read
+    of it is h0 -- when h0 fills it exactly (same shape and dtype: no broadcast, no cast)."""
+    name, (dst_name, src_name) = node["name"], node["args"][:2]
+    dst, src = env[dst_name], _tensor(env, src_name, name)
+    if src.shape is None or tuple(src.shape) != tuple(dst.shape or ()) or (src.dtype or "float32") != \
+            (node.get("dtype") or "float32"):
+        raise Unsupported(f"{name}: a copy into attribute {dst.attrs['attr']!r} that does not fill it exactly")
+    return src
 
 
 def _input_value(analysis: dict[str, Any], index: int) -> Any:
@@ -260,7 +288,10 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
         return Expr("random", name, shape=tuple(node["shape"]), dtype="float32", ref=f"the normal draw {name}",
                     attrs={"dist": "normal", "order": len(env)})
     if target in ("float", "to", "type_as", "half", "bfloat16", "double"):
-        return Expr("op", name, op="cast", args=(_tensor(env, args[0], name),))
+        x = _tensor(env, args[0], name)
+        if target == "to" and x.dtype is not None and x.dtype == node.get("dtype"):
+            return x  # ``h.to(x.device)`` on the one device: the same tensor
+        return Expr("op", name, op="cast", args=(x,))
     if target == "dropout":
         return _dropout(_tensor(env, args[0], name), _arg(node, 1, "p", 0.5), _arg(node, 2, "training", True), node)
     if target in ("clamp_min", "clamp_max"):
