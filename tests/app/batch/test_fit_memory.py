@@ -106,8 +106,8 @@ def test_a_problem_that_fits_is_not_scaled(judge):
 
 
 def test_an_impossible_budget_is_a_clear_error(judge):
-    with pytest.raises(FitError, match="cannot fit one call in 1e-07 GB"):
-        fit_problem(str(RELU), 1e-7, analyze(judge))
+    with pytest.raises(FitError, match="cannot fit one call in 1e-09 GB"):
+        fit_problem(str(RELU), 1e-9, analyze(judge))
 
 
 def test_fit_suite_keeps_fits_for_a_resumed_run(tmp_path):
@@ -437,3 +437,33 @@ def test_fixed_parameters_are_those_that_fall_less_than_the_sizes():
     assert not F.fixed_params((1.0, 1000), (0.5, 500))      # linear in the sizes
     assert not F.fixed_params((1.0, 1000), (0.5, 250))      # quadratic
     assert not F.fixed_params((0.5, 1000), (0.5, 1000))     # nothing shrank: no evidence
+
+
+BATCH_ONLY = """import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+batch_size = 16
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 4096)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_batch_goes_below_the_floor_only_when_nothing_else_fits(judge, tmp_path):
+    path = tmp_path / "batch_only.py"
+    path.write_text(BATCH_ONLY)
+    # 8 rows (the floor) take 128 KB in and 128 KB out: at 100 KB only fewer rows fit
+    fit = fit_problem(str(path), 0.0001, analyze(judge))
+    assert fit.sizes["batch_size"] < 8 and fit.bytes <= 0.0001 * 1e9
+    assert fit_problem(str(path), 0.001, analyze(judge)).sizes["batch_size"] == 16  # fits as it is
+    assert F.scale(16, 0.1) == 8 and F.scale(16, 0.1, floor=1) < 8
