@@ -71,13 +71,14 @@ def _attributes_kept(model: torch.nn.Module) -> Iterator[None]:
     try:
         yield
     finally:
+        import torch.fx as fx
+
         for m, attrs, params, buffers in kept:
-            m.__dict__.clear()
-            m.__dict__.update(attrs)
-            m._parameters.clear()
-            m._parameters.update(params)
-            m._buffers.clear()
-            m._buffers.update(buffers)
+            # what forward assigned goes back; what the tracer added (its ``_tensor_constant``s) stays
+            for space, before in ((m.__dict__, attrs), (m._parameters, params), (m._buffers, buffers)):
+                for k in [k for k, v in space.items() if k not in before and isinstance(v, fx.Proxy)]:
+                    del space[k]
+                space.update(before)
 
 
 def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
