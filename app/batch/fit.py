@@ -250,11 +250,11 @@ def fit_problem(path: str, budget_gb: float, analyze: Analyze, attempts: int = 8
         over = max(used / budget, params / params_cap(budget_gb), largest / largest_cap(budget_gb)) if used else 0.0
         shrink = (1 / over) ** 0.5 * 0.9 if over else 0.25
         factor *= min(max(shrink, 0.05), 0.9)
+    if floors and batch_floor > 1:
+        return fit_problem(path, budget_gb, analyze, attempts, batch_floor=1)
     why = (f"{used / GB:.2f} GB of inputs and outputs, {params / GB:.2f} GB of parameters (at most "
            f"{params_cap(budget_gb) / GB:g}), a tensor of {largest / GB:.2f} GB made in forward (at most "
            f"{largest_cap(budget_gb) / GB:g}) at the smallest sizes tried") if used else (last or "no measurement")
-    if floors and batch_floor > 1:
-        return fit_problem(path, budget_gb, analyze, attempts, batch_floor=1)
     raise FitError(f"{problem.name}: cannot fit one call in {budget_gb:g} GB by scaling "
                    f"{', '.join(defaults) or 'its sizes (none found)'}: {why}")
 
