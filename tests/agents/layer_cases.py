@@ -358,6 +358,29 @@ ATTENTION = {
         def forward(self, q, k, v):
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
     """, "[torch.randn(2, 2, 45, 16), torch.randn(2, 2, 45, 16), torch.randn(2, 2, 45, 16)]"),
+ "relu_attention_3d": ref("""
+    import math
+
+
+    class Model(nn.Module):
+        def forward(self, q, k, v):
+            return torch.relu(q @ k.transpose(1, 2) / math.sqrt(k.size(-1))) @ v
+    """, "[torch.randn(3, 37, 20), torch.randn(3, 50, 20), torch.randn(3, 50, 24)]"),
+ "relu_attention_causal": ref("""
+    import math
+
+
+    class Model(nn.Module):
+        def __init__(self, longest):
+            super().__init__()
+            self.register_buffer("bias", torch.tril(torch.ones(longest, longest)).view(1, 1, longest, longest))
+
+        def forward(self, q, k, v):
+            T = q.size(-2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            return F.relu(att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))) @ v
+    """, "[torch.randn(2, 2, 45, 16), torch.randn(2, 2, 45, 16), torch.randn(2, 2, 45, 12)]", "[longest]",
+    "longest = 64"),
 }
 
 TRIANGLE = {

@@ -43,6 +43,9 @@ HAND_WRITTEN = ref("""
     """, "[torch.randn(batch, seq, width)]", "[width, heads, longest]",
     "batch = 2\nseq = 19\nwidth = 48\nheads = 4\nlongest = 40")
 
+# minGPT's attention with ReLU for softmax (KernelBench level3/50's forward): unnormalised weights
+RELU = HAND_WRITTEN.replace("self.drop(F.softmax(att, dim=-1))", "F.relu(att)")
+
 UNMASKED = ref("""
     import math
 
@@ -80,6 +83,16 @@ def test_hand_written_attention_is_read_as_the_attention_op() -> None:
     assert plain.attrs == {"causal": False, "scale": None}
 
 
+def test_relu_weights_are_read_as_relu_attention() -> None:
+    relu, = _attention_nodes(RELU)
+    assert relu.attrs == {"causal": True, "scale": None, "mask": "mask", "weights": "relu"}
+    # a masked score filled with a positive value weighs that value under ReLU: not the causal loop
+    assert not _attention_nodes(RELU.replace('float("-inf")', "1.0"))
+    # softmax's masked keys weigh 0 only with -inf
+    assert not _attention_nodes(HAND_WRITTEN.replace('float("-inf")', "-1e4"))
+    assert _attention_nodes(RELU.replace('float("-inf")', "-1e4"))
+
+
 def test_a_scale_read_off_another_dim_is_not_the_default_scale() -> None:
     """1 / sqrt(q.size(-2)) is not softmax attention's default scale: no attention op."""
     assert not _attention_nodes(UNMASKED.replace("q.size(-1)", "q.size(-2)"))
@@ -92,6 +105,14 @@ def test_hand_written_causal_attention_passes_the_judge(judge: Judge) -> None:
     assert result.best.verdict == "pass" and result.best.proposal.family == "pipeline"
     source = result.best.proposal.source
     assert "causal attention in C" in source and ".chunk(3, 2)[1]" in source and "causal_mask_holds(" in source
+
+
+def test_relu_attention_passes_the_judge(judge: Judge) -> None:
+    result = run_offline(judge, RELU, "relu_attention.py", QUICK, max_candidates=1, engine=OfflineEngine("cpu"))
+    assert result.best is not None, result.reason + str([a.reasons[:1] for a in result.attempts])
+    assert result.best.verdict == "pass" and result.best.proposal.family == "pipeline"
+    source = result.best.proposal.source
+    assert "causal ReLU attention in C" in source and "relu_attention(" in source and "kf_exp" not in source
 
 
 def test_the_triton_candidate_checks_the_mask_too() -> None:

@@ -6,6 +6,11 @@
     att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
     att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))   # optional
     y = F.softmax(att, dim=-1) @ v                           # dropout(p=0) between is the identity
+    y = F.relu(att) @ v                                      # or ReLU weights, unnormalised
+
+With ReLU for softmax the weights are ``max(score, 0)`` and no row is normalised; a masked
+score filled with any value <= 0 (``-inf`` as written) weighs 0, so the mask is the same
+causal loop (``attrs["weights"] = "relu"``; softmax attention leaves the key out).
 
 The pieces on their own: a part of a ``split`` / ``chunk`` (``narrow``: a view of the
 projection's output, rendered by the pipeline as forward's own ``chunk``), a scale of
@@ -145,15 +150,23 @@ def _causal_mask(mask: Expr, scores: Expr) -> Expr | None:
 
 
 def attention(p: Expr, v: Expr, name: str) -> Expr | None:
-    """``softmax(scale_rsqrt(q @ k^T) [masked causally], -1) @ v`` as one ``attention`` op with
-    the default scale; None when the product is anything else."""
+    """``softmax(scale_rsqrt(q @ k^T) [masked causally], -1) @ v`` (or ``relu(...) @ v``) as one
+    ``attention`` op with the default scale; None when the product is anything else."""
     p = _strip(p, ("identity", "cast"))
-    if p.kind != "op" or p.op != "softmax" or p.shape is None or p.attrs.get("dim") not in (-1, len(p.shape) - 1):
+    if p.kind != "op" or p.shape is None:
+        return None
+    if p.op == "softmax" and p.attrs.get("dim") in (-1, len(p.shape) - 1):
+        weights = "softmax"
+    elif p.op == "relu":
+        weights = "relu"
+    else:
         return None
     scores, buffer = p.args[0], None
     if scores.kind == "op" and scores.op == "masked_fill":
         buffer = _causal_mask(scores.args[1], scores)
-        if buffer is None or scores.attrs["value"] != -math.inf:
+        fill = scores.attrs["value"]
+        # a masked key must weigh 0: softmax's only for -inf, ReLU's for any fill <= 0
+        if buffer is None or not (fill == -math.inf if weights == "softmax" else fill <= 0):
             return None
         scores = scores.args[0]
     if scores.kind != "op" or scores.op != "scale_rsqrt" or scores.args[0].kind != "op" \
@@ -171,4 +184,6 @@ def attention(p: Expr, v: Expr, name: str) -> Expr | None:
     attrs: dict[str, Any] = {"causal": buffer is not None, "scale": None}
     if buffer is not None:
         attrs["mask"] = buffer.ref
+    if weights == "relu":
+        attrs["weights"] = "relu"
     return Expr("op", name, op="attention", args=(q, k, v), attrs=attrs)

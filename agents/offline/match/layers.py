@@ -114,8 +114,8 @@ def scan(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
 
 
 def attention(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
-    """softmax(q k^T * scale) v over forward inputs q (..., L, E), k (..., S, E), v (..., S, Ev),
-    the same leading dims (no broadcasting), plain or causal."""
+    """softmax(q k^T * scale) v (or relu(q k^T * scale) v) over forward inputs q (..., L, E),
+    k (..., S, E), v (..., S, Ev), the same leading dims (no broadcasting), plain or causal."""
     if root.kind != "op" or root.op != "attention":
         raise NoMatch("the output is not a scaled dot-product attention")
     q, k, v = (forward_input(e, "attention") for e in root.args)
@@ -124,8 +124,9 @@ def attention(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
             or qs[-1] != ks[-1] or ks[-2] != vs[-2]:
         raise NoMatch(f"attention over q {list(qs)}, k {list(ks)}, v {list(vs)}: broadcast or mismatched shapes")
     spec = {"q": q, "k": k, "v": v, "causal": root.attrs["causal"], "scale": root.attrs["scale"],
-            "mask": root.attrs.get("mask"), "out_shape": out_shape}
-    return Match("attention", "causal attention" if spec["causal"] else "attention", ctx, spec)
+            "mask": root.attrs.get("mask"), "weights": root.attrs.get("weights", "softmax"), "out_shape": out_shape}
+    kind = ("causal " if spec["causal"] else "") + ("ReLU attention" if spec["weights"] == "relu" else "attention")
+    return Match("attention", kind, ctx, spec)
 
 
 def triangle(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:

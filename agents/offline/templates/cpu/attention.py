@@ -6,6 +6,10 @@ at a time, their scores (vector dot products over E) kept in a BN-wide buffer, t
 running maximum m and denominator l rescaled once per block, and the output row -- the
 running sum of p * v -- rescaled with them. Causal attention stops at key i (torch's
 ``is_causal``: the top-left aligned lower triangle).
+
+ReLU attention (``relu(q k^T * scale) v``, unnormalised) is the same walk without the
+softmax: a score's weight is ``max(score, 0)`` (NaN kept, as torch's relu keeps it), and a
+key whose weight is 0 adds nothing, so its row of v is skipped.
 """
 
 from __future__ import annotations
@@ -69,8 +73,45 @@ void attention(const float* q, const float* k, const float* v, float* out, int64
     }}
 }}'''
 
+RELU_KERNEL = '''/* out[b, i, :] = sum_j relu(q[b, i, :] . k[b, j, :] * scale) v[b, j, :] over contiguous
+   q (B, L, E), k (B, S, E), v (B, S, Ev); keys j <= i only when causal. Keys BN at a time. */
+void relu_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t L, int64_t S,
+                    int64_t E, int64_t Ev, float scale, int64_t causal) {{
+    #pragma omp parallel for collapse(2) {schedule} if(B * L * S * (E + Ev) > {par_min})
+    for (int64_t b = 0; b < B; b++)
+    for (int64_t i = 0; i < L; i++) {{
+        const float* qi = q + (b * L + i) * E;
+        const float* kb = k + b * S * E;
+        const float* vb = v + b * S * Ev;
+        float* o = out + (b * L + i) * Ev;
+        float s[{BN}];
+        for (int64_t e = 0; e < Ev; e++) o[e] = 0.0f;
+        const int64_t end = causal && i + 1 < S ? i + 1 : S;
+        for (int64_t j0 = 0; j0 < end; j0 += {BN}) {{
+            const int64_t nj = end - j0 < {BN} ? end - j0 : {BN};
+            for (int64_t jj = 0; jj < nj; jj++) {{
+                const float* kj = kb + (j0 + jj) * E;
+                float dot = 0.0f;
+                {simd_dot}
+                for (int64_t e = 0; e < E; e++) dot += qi[e] * kj[e];
+                const float x = dot * scale;
+                s[jj] = x < 0.0f ? 0.0f : x;  /* NaN stays NaN */
+            }}
+            for (int64_t jj = 0; jj < nj; jj++) {{
+                const float p = s[jj];
+                if (p == 0.0f) continue;
+                const float* vj = vb + (j0 + jj) * Ev;
+                {simd}
+                for (int64_t e = 0; e < Ev; e++) o[e] += p * vj[e];
+            }}
+        }}
+    }}
+}}'''
+
 PROTO = ("void attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t L, "
          "int64_t S, int64_t E, int64_t Ev, float scale, int64_t causal)")
+
+RELU_PROTO = PROTO.replace("void attention(", "void relu_attention(")
 
 HOST = '''def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale, causal: bool) -> torch.Tensor:
     """softmax(q k^T * scale) v over the last two dims (scale None: 1 / sqrt(E))."""
@@ -84,18 +125,26 @@ HOST = '''def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale
     return out
 '''
 
+RELU_HOST = HOST.replace("def attention(", "def relu_attention(").replace(
+    '"""softmax(q k^T * scale) v', '"""relu(q k^T * scale) v').replace("lib.attention(", "lib.relu_attention(")
+
+
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
     q, k, v = spec["q"], spec["k"], spec["v"]
     require_float32(match.ctx.outputs[0].get("dtype"), q.dtype, k.dtype, v.dtype)
-    kernel = KERNEL.format(BN=int(params["BN"]), schedule=omp_schedule(params), par_min=int(params["par_min"]),
-                           simd=simd_pragma({}), simd_dot=simd_pragma({}, "reduction(+:dot)"))
+    relu = spec.get("weights") == "relu"
+    kernel = (RELU_KERNEL if relu else KERNEL).format(
+        BN=int(params["BN"]), schedule=omp_schedule(params), par_min=int(params["par_min"]),
+        simd=simd_pragma({}), simd_dot=simd_pragma({}, "reduction(+:dot)"))
     knobs = ", ".join(f"{key}={val}" for key, val in params.items())
-    doc = (f"{match.kind} in C, online softmax over key blocks (offline engine, no LLM, backend cpu).\n\n"
-           f"Parameters: {knobs}.\n")
-    call = f"return attention({ctx.leaf_arg(q)}, {ctx.leaf_arg(k)}, {ctx.leaf_arg(v)}, {spec['scale']!r}, " \
+    how = "ReLU weights over key blocks" if relu else "online softmax over key blocks"
+    doc = f"{match.kind} in C, {how} (offline engine, no LLM, backend cpu).\n\nParameters: {knobs}.\n"
+    fn = "relu_attention" if relu else "attention"
+    call = f"return {fn}({ctx.leaf_arg(q)}, {ctx.leaf_arg(k)}, {ctx.leaf_arg(v)}, {spec['scale']!r}, " \
            f"{spec['causal']!r})"
     body, extra = checked(spec, ctx, call)
-    return module_source(doc, prelude({"kf_exp"}) + "\n\n" + kernel, [PROTO], "attention", [HOST, *extra], ctx, body,
+    return module_source(doc, prelude(set() if relu else {"kf_exp"}) + "\n\n" + kernel,
+                         [RELU_PROTO if relu else PROTO], fn, [RELU_HOST if relu else HOST, *extra], ctx, body,
                          uses_math=True)
