@@ -26,6 +26,7 @@ from .. import deps
 from ..errors import KForgeError
 from ..jobs import core_views
 from ..jobs.create import JOBS_SUBMITTED, submit_job
+from ..jobs.read_cache import cache_for
 from ..schemas import JobCreate, JobOut
 from ..settings import Settings
 from .deps import caller
@@ -67,13 +68,23 @@ class HotRoutes:
     async def read(self, scope: Scope, receive: Receive, send: Send, job_id: str) -> None:
         scope["route"] = self.route("GET", PREFIX + "/{job_id}")
         request = Request(scope, receive)
+        settings = await self.settings()
         try:
-            who = await caller(request, await self.settings())
-            detail = await core_views.job_detail_model(who.db.rows_many, who.user, job_id)
+            who = await caller(request, settings)
+            cache = cache_for(settings)
+            kept = cache.get(job_id) if cache else None
+            if kept is not None and (kept[0] == who.user.id or who.user.is_admin):
+                await _body(kept[1], 200)(scope, receive, send)
+                return
+            started = cache.begin() if cache else 0
+            owner_id, detail = await core_views.owned_job_detail(who.db.rows_many, who.user, job_id)
         except KForgeError as exc:
             await kforge_error(request, exc)(scope, receive, send)
             return
-        await _json(detail, 200)(scope, receive, send)
+        body = detail.model_dump_json(by_alias=True).encode()
+        if cache is not None:
+            cache.put(job_id, started, owner_id, body)
+        await _body(body, 200)(scope, receive, send)
 
     async def submit(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -106,6 +117,10 @@ def _job_create(request: Request, body: bytes) -> JobCreate | None:
 def _json(model: BaseModel, status: int) -> Response:
     """As FastAPI sends a `response_model`: pydantic's JSON of the validated model (by alias)."""
     return Response(model.model_dump_json(by_alias=True), status_code=status, media_type="application/json")
+
+
+def _body(body: bytes, status: int) -> Response:
+    return Response(body, status_code=status, media_type="application/json")
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -63,6 +63,11 @@ async def job_detail(rows: Rows, user: User, job_id: str) -> dict[str, Any]:
 async def job_detail_model(rows: Rows, user: User, job_id: str) -> JobDetail:
     """`job_detail`, validated and not yet dumped (the API serialises it straight to JSON). The job and its
     candidates are read in one go, on one pooled connection; a job the user may not see is missing."""
+    return (await owned_job_detail(rows, user, job_id))[1]
+
+
+async def owned_job_detail(rows: Rows, user: User, job_id: str) -> tuple[int, JobDetail]:
+    """(the owner's user id, `job_detail_model`): what the read cache keeps."""
     if not is_job_id(job_id):
         raise NotFound(f"no job {job_id}")
     found, candidates = await rows([(DETAIL, {"job_id": job_id}), (CANDIDATES, {"job_id": job_id})])
@@ -71,4 +76,4 @@ async def job_detail_model(rows: Rows, user: User, job_id: str) -> JobDetail:
     row = found[0]
     summary = {k: row[k] for k in JobOut.model_fields if k != "candidates_count"}
     summary["candidates_count"] = len(candidates)
-    return detail_model(summary, row["config"], row["result"], row["trajectory"], candidates)
+    return row["owner_id"], detail_model(summary, row["config"], row["result"], row["trajectory"], candidates)

@@ -81,6 +81,26 @@ def _attributes_kept(model: torch.nn.Module) -> Iterator[None]:
                 space.update(before)
 
 
+def _device_tracer(device: torch.device | None) -> Any:
+    """torch.fx's tracer, with ``t.device`` of a traced value answered as ``device`` (the device
+    every tensor of this call is on): a forward that checks its input's device against a
+    parameter's (``if x.device != self.clusters.device: raise``, NetVLAD) branches on a
+    proxy's truth value otherwise, which a symbolic trace cannot take."""
+    import torch.fx as fx
+
+    class DeviceProxy(fx.Proxy):
+        def __getattr__(self, k: str) -> Any:
+            if k == "device" and device is not None:
+                return device
+            return super().__getattr__(k)
+
+    class DeviceTracer(fx.Tracer):
+        def proxy(self, node: fx.Node) -> fx.Proxy:
+            return DeviceProxy(node, self)
+
+    return DeviceTracer()
+
+
 def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
     """torch.fx's symbolic trace of ``model``; where forward reads its inputs' sizes (``x.size(0)``
     in a ``range``, a slice or a branch: ResNets, DenseNets, Swin), the same trace with sizes
@@ -97,8 +117,10 @@ def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
     # Parameters get_inputs does not give take their defaults in every call the judge makes
     # (``forward(x, h0=None)``: ``if h0 is None`` is decided, not a proxy's truth value).
     defaults = {p.name: p.default for p in params[len(inputs):] if p.default is not p.empty} or None
+    devices = {x.device for x in inputs if isinstance(x, torch.Tensor)}
+    devices |= {t.device for t in (*model.parameters(), *model.buffers())}
     try:
-        tracer = fx.Tracer()
+        tracer = _device_tracer(devices.pop() if len(devices) == 1 else None)
         tracer.proxy_buffer_attributes = True  # see below
         with _attributes_kept(model):
             graph = tracer.trace(model, concrete_args=defaults)

@@ -63,6 +63,14 @@ INLINE = {
             def forward(self, A, B):
                 return torch.triu(torch.matmul(A, B))
         """, "[torch.randn(50, 40), torch.randn(40, 50)]")),
+    "broadcast_over_a_middle_dim": ("elementwise", ref("""
+        class Model(nn.Module):
+            def __init__(self, dim, cols):
+                super().__init__()
+                self.centres = nn.Parameter(torch.randn(1, dim, cols))
+            def forward(self, A, B):
+                return torch.sigmoid(A - B * self.centres)  # B (6, 1, 33): one row per run of 20 rows
+        """, "[torch.randn(6, 20, 33), torch.randn(6, 1, 33)]", "[20, 33]")),
     "diagonal_times_matrix": ("elementwise", ref("""
         class Model(nn.Module):
             def forward(self, A, B):

@@ -1,5 +1,5 @@
 """Ops the IR writes out as a chain of ops it already has: vector norms (``torch.norm``,
-``torch.linalg.vector_norm``), the pointwise losses (MSE, L1, smooth L1, Huber, KL
+``torch.linalg.vector_norm``), ``F.normalize`` (x over its clamped norm), the pointwise losses (MSE, L1, smooth L1, Huber, KL
 divergence, triplet margin) and cross entropy (a per-row term, then the reduction),
 functional or as modules.
 
@@ -84,6 +84,16 @@ def norm(x: Expr, get: Get, name: str) -> Expr:
         raise Unsupported(f"{name}: norm over a computed dim")
     w = _Writer(name, x.dtype)
     return _norm(w, x, 2.0 if p in ("fro", None) else p, dim, keepdim, name)
+
+
+def normalize(x: Expr, get: Get, name: str) -> Expr:
+    """``F.normalize(x, p, dim, eps)``: ``x / max(norm_p(x, dim, keepdim=True), eps)``."""
+    p, dim, eps = get(1, "p", 2.0), get(2, "dim", 1), get(3, "eps", 1e-12)
+    if not isinstance(dim, int) or isinstance(dim, bool) or not isinstance(eps, (int, float)) \
+            or isinstance(eps, bool) or get(4, "out", None) is not None:
+        raise Unsupported(f"{name}: normalize over a computed dim or eps, or into out=")
+    w = _Writer(name, x.dtype)
+    return w.op("div", x, w.op("clamp", _norm(w, x, p, dim, True, name), const(float(eps)), const(None)))
 
 
 def _norm(w: _Writer, x: Expr, p: Any, dim: Any, keepdim: bool, name: str) -> Expr:

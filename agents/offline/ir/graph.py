@@ -255,9 +255,11 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
             return selected
         if base.kind == "op" and base.op in ("max", "min") and base.attrs.get("dim") is not None and args[1] == 0:
             return Expr("op", name, op=base.op, args=base.args, attrs={**base.attrs, "values": True})
-        index = _index(args[1])
+        index = _index(args[1], base.shape)
         if index is not None and base.kind in ("op", "input") and base.shape is not None \
                 and len(index) <= len(base.shape):
+            if all(i is None for i in index):  # every dim whole: x[:, :n] of n columns
+                return Expr("op", name, op="identity", args=(base,))
             return Expr("op", name, op="select", args=(base,), attrs={"index": index})
         # an item of something the IR could not express says why that was
         return Expr("meta", name, op="getitem", value=base.value if base.kind == "meta" else None)
@@ -365,10 +367,16 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
             raise Unsupported(f"{name}: cat along a computed dim")
         return Expr("op", name, op="cat", args=tuple(_tensor(env, p, name) for p in parts), attrs={"dim": dim})
     if target in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as"):
-        return Expr("op", name, op="view", args=(_tensor(env, args[0], name),))
+        attrs = {"sizes": _input_sizes(args[1:], env)} if target in ("view", "reshape") else {}
+        if not any(i >= 0 for i, _ in attrs.get("sizes", {}).values()):
+            attrs = {}  # nothing read off an input: the shapes alone say it
+        return Expr("op", name, op="view", args=(_tensor(env, args[0], name),), attrs=attrs)
     if target in composite.NORMS:
         return composite.norm(_tensor(env, args[0], name), lambda pos, key, default: _arg(node, pos, key, default),
                               name)
+    if target == "normalize":
+        return composite.normalize(_tensor(env, args[0], name), lambda pos, key, default: _arg(node, pos, key, default),
+                                   name)
     if target == "cross_entropy":
         return composite.call_cross_entropy(lambda pos, key, default: _arg(node, pos, key, default),
                                             lambda v: _tensor(env, v, name), name)
@@ -383,20 +391,44 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
     raise Unsupported(f"no family for {node['target']} (node {name}, {node['op']})")
 
 
-def _index(raw: Any) -> tuple[int | None, ...] | None:
-    """A tensor index of ints and whole-dim slices (``x[:, -1, :]``) as one entry per dim it
-    reads: the int, or None for ``:``; None for any other index (a partial slice, None,
-    Ellipsis, a tensor)."""
+def _input_sizes(sizes: Any, env: dict[str, Expr]) -> dict[int, tuple[int, int]]:
+    """The dims of a view's target shape the reference read off a forward input
+    (``x.view(-1, x.size(1), k)``): dim -> (the input's index, its dim); (-1, -1) for the
+    dim it leaves to the view (-1)."""
+    items = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], list) else sizes
+    out: dict[int, tuple[int, int]] = {}
+    for d, item in enumerate(items):
+        if item == -1:  # the dim the view infers
+            out[d] = (-1, -1)
+            continue
+        e = env.get(item) if isinstance(item, str) else None
+        if e is not None and attention.is_size(e) and e.args and e.args[0].kind == "input" \
+                and e.args[0].shape is not None:
+            out[d] = (e.args[0].index, e.attrs["dim"] % len(e.args[0].shape))
+    return out
+
+
+def _index(raw: Any, shape: tuple[int, ...] | None = None) -> tuple[int | dict[str, int] | None, ...] | None:
+    """A tensor index of ints and slices from the start (``x[:, -1, :]``, ``x[:, :K]``) as one
+    entry per dim it reads: the int, None for a whole dim (``:``, or a stop at or past the
+    dim's size), ``{"stop": n}`` for the first n; None for any other index (a start or step,
+    None, Ellipsis, a tensor)."""
     items = raw if isinstance(raw, list) else [raw]
-    out: list[int | None] = []
-    for item in items:
+    out: list[int | dict[str, int] | None] = []
+    for d, item in enumerate(items):
         if isinstance(item, int) and not isinstance(item, bool):
             out.append(item)
         elif isinstance(item, dict) and item.get("slice") == [None, None, None]:
             out.append(None)
+        elif isinstance(item, dict) and isinstance(item.get("slice"), list) and item["slice"][0] in (None, 0) \
+                and item["slice"][2] in (None, 1) and isinstance(item["slice"][1], int) \
+                and not isinstance(item["slice"][1], bool) and item["slice"][1] > 0 \
+                and shape is not None and d < len(shape):
+            stop = item["slice"][1]
+            out.append(None if stop >= shape[d] else {"stop": stop})
         else:
             return None
-    return tuple(out) if any(i is not None for i in out) else None
+    return tuple(out) if out else None
 
 
 def _norm_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr:

@@ -4,7 +4,7 @@ elementwise over operands that broadcast to the output."""
 from __future__ import annotations
 
 from ..ir.expr import Expr
-from ..templates.common import broadcast_block
+from ..templates.common import broadcast_block, broadcast_rows
 from ..templates.ops import supported_elementwise
 from .types import FLOATS, NoMatch
 
@@ -48,9 +48,9 @@ def check_elementwise(root: Expr, out_shape: tuple[int, ...], stop: set[int], ma
             if e.op == "view" and e.args[0].shape != e.shape:
                 raise NoMatch(f"{e.name}: a reshape inside the chain")
         if e.kind in ("op", "input", "param", "random") and e.shape is not None \
-                and broadcast_block(e.shape, out_shape) is None:
+                and broadcast_block(e.shape, out_shape) is None and broadcast_rows(e.shape, out_shape) is None:
             raise NoMatch(f"{e.name}: shape {list(e.shape)} does not broadcast to the output {list(out_shape)} "
-                          "along one contiguous block of dims")
+                          "along one contiguous block of dims (or one block and the last dim)")
         for a in e.args:
             visit(a)
 

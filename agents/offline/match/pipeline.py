@@ -97,6 +97,10 @@ def _computed(e: Expr) -> bool:
     return e.kind == "op"
 
 
+def _transposed(e: Expr) -> bool:
+    return e.kind == "op" and e.op in ("t", "transpose", "permute") and _computed(e.args[0])
+
+
 class _Cut:
     """A set of nodes whose values are materialised; each is the root of one stage."""
 
@@ -158,7 +162,11 @@ def pipeline(root: Expr, out_shape: tuple[int, ...], ctx: Context, match_all: Ma
     if len(anchors) == 1 and all(not _computed(a) for a in anchors[0].args) and anchors[0] is root:
         raise NoMatch(f"a single {anchors[0].op}: nothing to chain")
     cut = {id(root)} | {id(a) for a in anchors} | {id(x) for a in anchors for x in a.args if _computed(x)}
-    pctx = replace(ctx, names={})
+    # a computed tensor transposed into a pointwise op is a stage of its own (a permute: the
+    # elementwise kernels read their operands in order); merged back below where the family
+    # reading it takes it in place (a matmul's transposed operand)
+    cut |= {id(x) for n in root.walk() if _pointwise(n) for x in n.args if _transposed(x)}
+    pctx = replace(ctx, names={}, bound={})  # its own: a second match binds again what the first did
     state = _Cut(root, cut)
     found: dict[tuple[int, frozenset[int]], tuple[list[Match], list[str]]] = {}
 
@@ -222,7 +230,7 @@ def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
     else:
         raise NoMatch(f"{node.name}: a reshape of {src.kind} {src.name}")
     if node.op == "select":
-        return f"{var}[{', '.join(':' if i is None else str(i) for i in node.attrs['index'])}]"
+        return f"{var}[{', '.join(_index_term(i, ctx) for i in node.attrs['index'])}]"
     if node.op == "narrow":  # the split's part count, as the reference's own sizes give it
         return f"{var}.chunk({node.attrs['parts']}, {node.attrs['dim']})[{node.attrs['part']}]"
     terms = view_terms(tuple(src.shape or ()), tuple(node.shape or ()))
@@ -231,7 +239,8 @@ def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
     like = _shaped_like(node, names, ctx)
     if like is not None:
         return f"{var}.reshape({like}.shape)"
-    split = _split_terms(tuple(src.shape or ()), tuple(node.shape or ()), ctx)
+    read = {d: "-1" if i < 0 else f"{ctx.forward_arg(i)}.shape[{k}]" for d, (i, k) in node.attrs.get("sizes", {}).items()}
+    split = _split_terms(tuple(src.shape or ()), tuple(node.shape or ()), ctx, read)
     if split is None:
         raise NoMatch(f"{node.name}: a reshape of {list(src.shape or ())} to {list(node.shape or ())} that is not "
                       "an unsqueeze, squeeze or flatten, nor back to the shape of a tensor before it, nor a split "
@@ -239,7 +248,19 @@ def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
     return f"{var}.reshape({', '.join(t.format(t=var) for t in split)})"
 
 
-def _split_terms(src: tuple[int, ...], dst: tuple[int, ...], ctx: Context) -> list[str] | None:
+def _index_term(item: int | dict[str, int] | None, ctx: Context) -> str:
+    """One dim of an index: ``:``, an int, or ``:n`` with n the constructor's value when one
+    argument holds it (``self.cluster_size``), so the slice follows the sizes the judge perturbs."""
+    if item is None:
+        return ":"
+    if isinstance(item, int):
+        return str(item)
+    bound = ctx.scalar(ctx.setting(item["stop"], ""))
+    return f":int({bound[1]})" if bound is not None else f":{item['stop']}"
+
+
+def _split_terms(src: tuple[int, ...], dst: tuple[int, ...], ctx: Context,
+                 read: dict[int, str] | None = None) -> list[str] | None:
     """A reshape that splits one dim of ``src`` into several (attention heads out of a
     projection: (B, L, E) -> (B, L, H, E / H)), the dims before and after it kept: the kept
     dims read off the tensor, all the split sizes but one bound to the constructor argument
@@ -256,6 +277,10 @@ def _split_terms(src: tuple[int, ...], dst: tuple[int, ...], ctx: Context) -> li
     sizes: list[str] = []
     free = None
     for k, size in enumerate(parts):
+        if head + k in (read or {}):  # read off a forward input (or left to the view), as the reference does
+            sizes.append((read or {})[head + k])
+            free = k if sizes[-1] == "-1" else free
+            continue
         bound = ctx.scalar(ctx.setting(size, "")) if size not in (0, 1) else None
         if bound is not None:
             sizes.append(f"int({bound[1]})")

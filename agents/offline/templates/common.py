@@ -95,6 +95,24 @@ def broadcast_block(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, 
     return (lo, hi)
 
 
+def broadcast_rows(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, int] | None:
+    """For an operand ``broadcast_block`` cannot read: the block [lo, hi] of leading dims it
+    varies along when it also varies along the output's whole last dim, broadcast over the
+    dims between (``(B, 1, K)`` into ``(B, D, K)``). Row r of the output (its last dim) then
+    reads the operand's row (r // prod(out[hi+1:-1])) % prod(out[lo:hi+1]). None otherwise."""
+    nd = len(out)
+    if len(shape) > nd or nd < 3:
+        return None
+    padded = (1,) * (nd - len(shape)) + tuple(shape)
+    varying = [d for d in range(nd - 1) if padded[d] != 1]
+    if padded[-1] != out[-1] or not varying:
+        return None
+    lo, hi = varying[0], varying[-1]
+    if hi == nd - 2 or any(padded[d] != out[d] for d in range(lo, hi + 1)):
+        return None
+    return lo, hi
+
+
 def prod_expr(shape_var: str, start: int, ndim: int) -> str:
     if start >= ndim:
         return "1"

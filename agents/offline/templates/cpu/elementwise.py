@@ -5,7 +5,8 @@ When every operand is a whole tensor or a single value, the output is walked
 flat in BLOCK-element chunks (one chunk per OpenMP iteration, the chunk's loop
 vectorised). When some operand broadcasts (a bias per column, a scale per
 channel), the output is walked as rows of its last dim: each operand is then
-either a contiguous row (vectorised) or one value per row.
+either a contiguous row (vectorised) or one value per row; an operand broadcast over
+middle dims (``(B, 1, K)`` into ``(B, D, K)``) reads one of its rows per run of rows.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.expr import Expr
-from ..common import NotRenderable, broadcast_block
+from ..common import NotRenderable, broadcast_block, broadcast_rows
 from ..ops import formula
 from .common import INLINE, POSITIVE_FORMS, CWriter, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
@@ -27,13 +28,19 @@ PARAM_SPACE: list[dict[str, Any]] = [
 
 
 def _kinds(leaves: list[Expr], out_shape: tuple[int, ...]) -> dict[int, tuple[str, int]]:
-    """Per leaf: ("full" | "scalar" | "tail" | "per_row", hi) -- how row r, column c reads it."""
+    """Per leaf: ("full" | "scalar" | "tail" | "per_row" | "rows", hi) -- how row r, column c reads it."""
     nd = len(out_shape)
     out: dict[int, tuple[str, int]] = {}
     for leaf in leaves:
         shape = tuple(leaf.shape or ())
-        lo, hi = broadcast_block(shape, out_shape) or (0, -1)
-        if shape == out_shape:
+        block = broadcast_block(shape, out_shape)
+        rows = broadcast_rows(shape, out_shape) if block is None else None
+        lo, hi = block or rows or (0, -1)
+        if block is None and rows is None:
+            raise NotRenderable(f"{leaf.name}: shape {list(shape)} does not broadcast to {list(out_shape)} by rows")
+        if rows is not None:
+            out[id(leaf)] = ("rows", hi)
+        elif shape == out_shape:
             out[id(leaf)] = ("full", nd - 1)
         elif hi < 0:
             out[id(leaf)] = ("scalar", hi)
@@ -139,6 +146,12 @@ def render(match: Any, params: dict[str, Any]) -> str:
             row_setup.append(f"const float* {v}_row = {v}_p + (r % {v}_rows) * cols;")
             loads.append(f"const float {v} = {v}_row[c];")
             docs.append(f"{v}_p: {what}, broadcast along leading dims: row r reads its row r % {v}_rows")
+        elif kind == "rows":
+            c_params += [f"int64_t {v}_every", f"int64_t {v}_rows"]
+            host_args += [f"math.prod(shape[{hi + 1}:-1])", f"{v}.numel() // cols"]
+            row_setup.append(f"const float* {v}_row = {v}_p + ((r / {v}_every) % {v}_rows) * cols;")
+            loads.append(f"const float {v} = {v}_row[c];")
+            docs.append(f"{v}_p: {what}, broadcast over middle dims: row r reads its row (r / {v}_every) % {v}_rows")
         else:
             c_params += [f"int64_t {v}_every", f"int64_t {v}_numel"]
             host_args += [f"math.prod(shape[{hi + 1}:-1])", f"{v}.numel()"]
@@ -212,5 +225,5 @@ def render(match: Any, params: dict[str, Any]) -> str:
     doc = (f"{title} as one fused C loop (offline engine, no LLM, backend cpu).\n\n"
            f"Parameters: {knobs}.\n")
     return module_source(doc, c_source, [c_fn], "fused_elementwise", ["\n".join(host)], ctx, forward,
-                         uses_math=not flat and any(kinds[id(leaf)][0] == "per_row" for leaf in leaves))
+                         uses_math=not flat and any(kinds[id(leaf)][0] in ("per_row", "rows") for leaf in leaves))
 

@@ -13,7 +13,9 @@ from typing import Any
 from ...ir.expr import Expr
 from ..common import (
     ExprWriter,
+    NotRenderable,
     broadcast_block,
+    broadcast_rows,
     doc_lines,
     dtype_of,
     helper_source,
@@ -49,12 +51,24 @@ def render(match: Any, params: dict[str, Any]) -> str:
         v = names[id(leaf)]
         writer.values[id(leaf)] = v
         what = f"forward input `{leaf.ref}`" if leaf.kind == "input" else f"parameter `{leaf.ref}`"
-        lo, hi = broadcast_block(tuple(leaf.shape or ()), out_shape) or (0, -1)
+        span = broadcast_block(tuple(leaf.shape or ()), out_shape)
+        rows = broadcast_rows(tuple(leaf.shape or ()), out_shape) if span is None else None
+        if span is None and rows is None:
+            raise NotRenderable(f"{leaf.name}: shape {list(leaf.shape or ())} does not broadcast to {list(out_shape)}")
+        lo, hi = span or rows or (0, -1)
         upcast = ".to(tl.float32)" if needs_upcast(leaf.dtype) else ""
         kernel_args.append(f"{v}_ptr")
         host_args.append(v)
         prep.append(f"{v} = {v}.contiguous()")
-        if tuple(leaf.shape or ()) == out_shape:
+        if rows is not None:
+            uses_math = True
+            kernel_args += [f"{v}_cols", f"{v}_every", f"{v}_rows"]
+            host_args += ["shape[-1]", f"math.prod(shape[{hi + 1}:-1])", f"{v}.numel() // shape[-1]"]
+            loads.append(f"{v} = tl.load({v}_ptr + ((offs // {v}_cols) // {v}_every % {v}_rows) * {v}_cols "
+                         f"+ offs % {v}_cols, mask=mask){upcast}")
+            docs.append(f"{v}_ptr: {what}, broadcast over middle dims: row r of the output (its last dim) reads "
+                        f"row (r // {v}_every) % {v}_rows")
+        elif tuple(leaf.shape or ()) == out_shape:
             loads.append(f"{v} = tl.load({v}_ptr + offs, mask=mask){upcast}")
             docs.append(f"{v}_ptr: {what}, contiguous, same shape as the output")
         elif hi < 0:
