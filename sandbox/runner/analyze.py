@@ -213,10 +213,11 @@ class Largest(torch.utils._python_dispatch.TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        given = {a.untyped_storage().data_ptr() for a in torch.utils._pytree.tree_leaves((args, kwargs))
-                 if isinstance(a, torch.Tensor) and a.device.type != "meta"}
+        # a storage's identity (its StorageImpl, on the meta device too): a view shares its input's
+        given = {a.untyped_storage()._cdata for a in torch.utils._pytree.tree_leaves((args, kwargs))
+                 if isinstance(a, torch.Tensor)}
         for t in torch.utils._pytree.tree_leaves(out):
-            if isinstance(t, torch.Tensor) and (t.device.type == "meta" or t.untyped_storage().data_ptr() not in given):
+            if isinstance(t, torch.Tensor) and t.untyped_storage()._cdata not in given:
                 self.bytes = max(self.bytes, t.numel() * t.element_size())
         return out
 

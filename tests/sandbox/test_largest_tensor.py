@@ -17,6 +17,15 @@ def test_a_linear_layers_weight_is_not_made_by_forward() -> None:
     assert largest.bytes == 2 * 1024 * 4  # the output, not the 16 MB transposed weight
 
 
+def test_on_the_meta_device_too() -> None:
+    """The fit measures on meta tensors first, where no storage has an address."""
+    with torch.device("meta"), torch.no_grad():
+        layer, x = torch.nn.Linear(4096, 1024), torch.randn(2, 4096)
+        with Largest() as largest:
+            layer(x)
+    assert largest.bytes == 2 * 1024 * 4
+
+
 def test_a_new_tensor_counts_and_an_in_place_one_does_not() -> None:
     x = torch.randn(500, 400)
     with Largest() as largest:
