@@ -27,10 +27,11 @@ PARAM_SPACE: list[dict[str, Any]] = [
     {"BN": 256, "schedule": "dynamic", "chunk": 1, "par_min": 131072},
 ]
 
-KERNEL = '''/* out[b, i, :] = softmax_j(q[b, i, :] . k[b, j, :] * scale) v[b, j, :] over contiguous
-   q (B, L, E), k (B, S, E), v (B, S, Ev); keys j <= i only when causal. Keys BN at a time. */
-void attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t L, int64_t S,
-               int64_t E, int64_t Ev, float scale, int64_t causal) {{
+def _row_head(fn: str, state: str = "") -> str:
+    """A kernel's signature and its walk down to one query row's key loop: one OpenMP iteration per
+    (batch, query row), the row's pointers, the scores' block, the output row zeroed, the causal end."""
+    return (f"void {fn}(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t L, "
+            "int64_t S,\n    int64_t E, int64_t Ev, float scale, int64_t causal) {{\n" + '''\
     #pragma omp parallel for collapse(2) {schedule} if(B * L * S * (E + Ev) > {par_min})
     for (int64_t b = 0; b < B; b++)
     for (int64_t i = 0; i < L; i++) {{
@@ -39,10 +40,14 @@ void attention(const float* q, const float* k, const float* v, float* out, int64
         const float* vb = v + b * S * Ev;
         float* o = out + (b * L + i) * Ev;
         float s[{BN}];
-        float m = -INFINITY, l = 0.0f;
-        for (int64_t e = 0; e < Ev; e++) o[e] = 0.0f;
+''' + (f"        {state}\n" if state else "") + '''        for (int64_t e = 0; e < Ev; e++) o[e] = 0.0f;
         const int64_t end = causal && i + 1 < S ? i + 1 : S;
-        for (int64_t j0 = 0; j0 < end; j0 += {BN}) {{
+''')
+
+
+KERNEL = '''/* out[b, i, :] = softmax_j(q[b, i, :] . k[b, j, :] * scale) v[b, j, :] over contiguous
+   q (B, L, E), k (B, S, E), v (B, S, Ev); keys j <= i only when causal. Keys BN at a time. */
+''' + _row_head("attention", "float m = -INFINITY, l = 0.0f;") + '''        for (int64_t j0 = 0; j0 < end; j0 += {BN}) {{
             const int64_t nj = end - j0 < {BN} ? end - j0 : {BN};
             float bm = -INFINITY;
             for (int64_t jj = 0; jj < nj; jj++) {{
@@ -75,19 +80,7 @@ void attention(const float* q, const float* k, const float* v, float* out, int64
 
 RELU_KERNEL = '''/* out[b, i, :] = sum_j relu(q[b, i, :] . k[b, j, :] * scale) v[b, j, :] over contiguous
    q (B, L, E), k (B, S, E), v (B, S, Ev); keys j <= i only when causal. Keys BN at a time. */
-void relu_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t L, int64_t S,
-                    int64_t E, int64_t Ev, float scale, int64_t causal) {{
-    #pragma omp parallel for collapse(2) {schedule} if(B * L * S * (E + Ev) > {par_min})
-    for (int64_t b = 0; b < B; b++)
-    for (int64_t i = 0; i < L; i++) {{
-        const float* qi = q + (b * L + i) * E;
-        const float* kb = k + b * S * E;
-        const float* vb = v + b * S * Ev;
-        float* o = out + (b * L + i) * Ev;
-        float s[{BN}];
-        for (int64_t e = 0; e < Ev; e++) o[e] = 0.0f;
-        const int64_t end = causal && i + 1 < S ? i + 1 : S;
-        for (int64_t j0 = 0; j0 < end; j0 += {BN}) {{
+''' + _row_head("relu_attention") + '''        for (int64_t j0 = 0; j0 < end; j0 += {BN}) {{
             const int64_t nj = end - j0 < {BN} ? end - j0 : {BN};
             for (int64_t jj = 0; jj < nj; jj++) {{
                 const float* kj = kb + (j0 + jj) * E;

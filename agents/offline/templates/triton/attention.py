@@ -24,10 +24,10 @@ PARAM_SPACE: list[dict[str, Any]] = [
 ]
 
 KERNEL = '''@triton.jit
-def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, L, S, E, Ev, scale, CAUSAL: tl.constexpr,
+def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, L, S, E, Ev, scale, CAUSAL: tl.constexpr, RELU: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):
-    """o[b, i, :] = softmax_j(q[b, i, :] . k[b, j, :] * scale) v[b, j, :], all contiguous
-    (B, rows, features); grid (query blocks, B). BLOCK_D / BLOCK_DV cover E / Ev whole."""
+    """o[b, i, :] = softmax_j(q[b, i, :] . k[b, j, :] * scale) v[b, j, :] (RELU: relu(...) v, unnormalised),
+    all contiguous (B, rows, features); grid (query blocks, B). BLOCK_D / BLOCK_DV cover E / Ev whole."""
     b = tl.program_id(1).to(tl.int64)
     rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     rd = tl.arange(0, BLOCK_D)
@@ -45,44 +45,21 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, L, S, E, Ev, scale, CAUSAL: tl.
         valid = (rn[None, :] < S) & (rm[:, None] >= 0)
         if CAUSAL:
             valid = valid & (rn[None, :] <= rm[:, None])
-        s = tl.where(valid, s, float("-inf"))
-        mn = tl.maximum(m, tl.max(s, 1))
-        p = tl.exp(s - mn[:, None])
-        corr = tl.exp(m - mn)
-        l = l * corr + tl.sum(p, 1)
         v = tl.load(v_ptr + b * S * Ev + rn[:, None] * Ev + rdv[None, :],
                     mask=(rn[:, None] < S) & (rdv[None, :] < Ev), other=0.0).to(tl.float32)
-        acc = acc * corr[:, None] + tl.dot(p, v{precision})
-        m = mn
-    out = acc / l[:, None]
-    tl.store(o_ptr + b * L * Ev + rm[:, None] * Ev + rdv[None, :], out, mask=(rm[:, None] < L) & (rdv[None, :] < Ev))
-'''
-
-RELU_KERNEL = '''@triton.jit
-def relu_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, L, S, E, Ev, scale, CAUSAL: tl.constexpr,
-                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
-                          BLOCK_DV: tl.constexpr):
-    """o[b, i, :] = sum_j relu(q[b, i, :] . k[b, j, :] * scale) v[b, j, :], all contiguous
-    (B, rows, features); grid (query blocks, B). BLOCK_D / BLOCK_DV cover E / Ev whole."""
-    b = tl.program_id(1).to(tl.int64)
-    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rd = tl.arange(0, BLOCK_D)
-    rdv = tl.arange(0, BLOCK_DV)
-    q = tl.load(q_ptr + b * L * E + rm[:, None] * E + rd[None, :], mask=(rm[:, None] < L) & (rd[None, :] < E),
-                other=0.0).to(tl.float32)
-    acc = tl.zeros((BLOCK_M, BLOCK_DV), tl.float32)
-    for n0 in range(0, S, BLOCK_N):
-        rn = n0 + tl.arange(0, BLOCK_N)
-        kt = tl.load(k_ptr + b * S * E + rn[None, :] * E + rd[:, None], mask=(rn[None, :] < S) & (rd[:, None] < E),
-                     other=0.0).to(tl.float32)
-        s = tl.dot(q, kt{precision}) * scale
-        valid = (rn[None, :] < S) & (rm[:, None] >= 0)
-        if CAUSAL:
-            valid = valid & (rn[None, :] <= rm[:, None])
-        p = tl.where(valid, tl.where(s < 0.0, 0.0, s), 0.0)
-        v = tl.load(v_ptr + b * S * Ev + rn[:, None] * Ev + rdv[None, :],
-                    mask=(rn[:, None] < S) & (rdv[None, :] < Ev), other=0.0).to(tl.float32)
-        acc = acc + tl.dot(p, v{precision})
+        if RELU:
+            p = tl.where(valid, tl.where(s < 0.0, 0.0, s), 0.0)
+            acc = acc + tl.dot(p, v{precision})
+        else:
+            s = tl.where(valid, s, float("-inf"))
+            mn = tl.maximum(m, tl.max(s, 1))
+            p = tl.exp(s - mn[:, None])
+            corr = tl.exp(m - mn)
+            l = l * corr + tl.sum(p, 1)
+            acc = acc * corr[:, None] + tl.dot(p, v{precision})
+            m = mn
+    if not RELU:
+        acc = acc / l[:, None]
     tl.store(o_ptr + b * L * Ev + rm[:, None] * Ev + rdv[None, :], acc, mask=(rm[:, None] < L) & (rdv[None, :] < Ev))
 '''
 
@@ -94,7 +71,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
     bm, bn, warps = params["BLOCK_M"], params["BLOCK_N"], params["num_warps"]
     precision = ', input_precision="ieee"' if q.dtype == "float32" else ""
     relu = spec.get("weights") == "relu"
-    kernel = (RELU_KERNEL if relu else KERNEL).format(precision=precision)
+    kernel = KERNEL.format(precision=precision)
     fn = "relu_attention" if relu else "attention"
     host = "\n".join([
         f"def {fn}(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale, causal: bool) -> torch.Tensor:",
@@ -107,8 +84,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
         "    scale = 1.0 / math.sqrt(E) if scale is None else float(scale)",
         "    batch = q.numel() // (L * E)",
         "    block_d, block_dv = max(16, triton.next_power_of_2(E)), max(16, triton.next_power_of_2(Ev))",
-        f"    {fn}_kernel[(triton.cdiv(L, {bm}), batch)](q, k, v, out, L, S, E, Ev, scale, CAUSAL=causal,",
-        f"        BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_D=block_d, BLOCK_DV=block_dv, num_warps={warps})",
+        f"    attention_kernel[(triton.cdiv(L, {bm}), batch)](q, k, v, out, L, S, E, Ev, scale, CAUSAL=causal,",
+        f"        RELU={relu}, BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_D=block_d, BLOCK_DV=block_dv, num_warps={warps})",
         "    return out"])
     call = f"return {fn}({ctx.leaf_arg(q)}, {ctx.leaf_arg(k)}, {ctx.leaf_arg(v)}, {spec['scale']!r}, " \
            f"{spec['causal']!r})"
