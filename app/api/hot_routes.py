@@ -81,10 +81,10 @@ class HotRoutes:
         except KForgeError as exc:
             await kforge_error(request, exc)(scope, receive, send)
             return
-        body = detail.model_dump_json(by_alias=True).encode()
+        answer = _json(detail, 200)
         if cache is not None:
-            cache.put(job_id, started, owner_id, body)
-        await _body(body, 200)(scope, receive, send)
+            cache.put(job_id, started, owner_id, bytes(answer.body))
+        await answer(scope, receive, send)
 
     async def submit(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -116,7 +116,7 @@ def _job_create(request: Request, body: bytes) -> JobCreate | None:
 
 def _json(model: BaseModel, status: int) -> Response:
     """As FastAPI sends a `response_model`: pydantic's JSON of the validated model (by alias)."""
-    return Response(model.model_dump_json(by_alias=True), status_code=status, media_type="application/json")
+    return _body(model.model_dump_json(by_alias=True).encode(), status)
 
 
 def _body(body: bytes, status: int) -> Response:

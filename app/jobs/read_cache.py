@@ -104,9 +104,9 @@ class ReadCache:
         self.up = up
 
 
-_CACHES: dict[tuple[asyncio.AbstractEventLoop, str], ReadCache] = {}
-_ALL: list[ReadCache] = []  # every cache of this process, for the session event
-_TRIGGERS = "SELECT count(*) FROM pg_trigger WHERE tgname IN ('kforge_jobs_changed', 'kforge_candidates_changed')"
+_CACHES: dict[tuple[asyncio.AbstractEventLoop, str], ReadCache] = {}  # this process's, one per loop and database
+TRIGGERS = ("kforge_jobs_changed", "kforge_candidates_changed", "kforge_users_changed")  # migration 0005
+_TRIGGERS = f"SELECT count(*) FROM pg_trigger WHERE tgname IN ({', '.join(repr(t) for t in TRIGGERS)})"
 
 
 def cache_for(settings: Settings) -> ReadCache | None:
@@ -118,9 +118,8 @@ def cache_for(settings: Settings) -> ReadCache | None:
     cache = _CACHES.get((loop, settings.db_url))
     if cache is None:
         for key in [k for k in _CACHES if k[0].is_closed()]:
-            _ALL.remove(_CACHES.pop(key))
+            del _CACHES[key]
         cache = _CACHES[(loop, settings.db_url)] = ReadCache()
-        _ALL.append(cache)
         cache.task = loop.create_task(_keep_listening(settings.db_url, cache), name="kforge-read-cache")
     return cache
 
@@ -143,7 +142,7 @@ async def _listen(url: str, cache: ReadCache) -> None:
 
     async with await psycopg.AsyncConnection.connect(conninfo(url), autocommit=True, connect_timeout=5) as conn:
         found = await (await conn.execute(_TRIGGERS)).fetchone()
-        if not found or found[0] < 2:
+        if not found or found[0] < len(TRIGGERS):
             log.warning("read cache off: the change triggers are missing (run `kforge db upgrade`)")
             await asyncio.Event().wait()  # stays off for this process's life
         await conn.execute(f"LISTEN {CHANNEL}")
@@ -165,7 +164,7 @@ def _note_writes(session: Session, _: Any) -> None:
 @event.listens_for(Session, "after_commit")
 def _invalidate_written(session: Session) -> None:
     for job_id in session.info.pop("kforge_jobs_written", ()):
-        for cache in list(_ALL):
+        for cache in list(_CACHES.values()):
             cache.changed(job_id)
 
 

@@ -367,9 +367,9 @@ def _call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
             raise Unsupported(f"{name}: cat along a computed dim")
         return Expr("op", name, op="cat", args=tuple(_tensor(env, p, name) for p in parts), attrs={"dim": dim})
     if target in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as"):
-        attrs = {"sizes": _input_sizes(args[1:], env)} if target in ("view", "reshape") else {}
-        if not any(i >= 0 for i, _ in attrs.get("sizes", {}).values()):
-            attrs = {}  # nothing read off an input: the shapes alone say it
+        sizes = _input_sizes(args[1:], env) if target in ("view", "reshape") else {}
+        # only when a size was read off an input; else the shapes alone say it
+        attrs = {"sizes": sizes} if any(i >= 0 for i, _ in sizes.values()) else {}
         return Expr("op", name, op="view", args=(_tensor(env, args[0], name),), attrs=attrs)
     if target in composite.NORMS:
         return composite.norm(_tensor(env, args[0], name), lambda pos, key, default: _arg(node, pos, key, default),

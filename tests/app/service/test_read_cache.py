@@ -38,7 +38,7 @@ def _until(predicate, timeout_s: float = 10.0) -> None:  # noqa: ANN001
 
 
 def _cache() -> read_cache.ReadCache:
-    return read_cache._ALL[-1]
+    return list(read_cache._CACHES.values())[-1]
 
 
 def _set_status(settings: Settings, job_id: str, status: str) -> None:
