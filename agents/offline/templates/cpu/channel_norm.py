@@ -1,7 +1,10 @@
 """Batch, instance and group norm in C, with the statistics the reference computes in
-training mode: mean, then the centred (biased) variance, in double; then one pass
+training mode: mean and (biased) variance, in double, from one read of the values --
+sums of d and d^2 with d = x - k, k the run's first value (the shifted sums: no
+cancellation for data far from 0, var = E[d^2] - E[d]^2 in double); then one pass
 writing (x - mean) / sqrt(var + eps), times the channel's weight, plus its bias, then
-the matched elementwise epilogue, before the value's only store.
+the matched elementwise epilogue, before the value's only store. Two reads and a write
+(a centred second pass over the values made it three reads).
 
 The input is (N, C, S) with S the flattened spatial dims. Group / instance norm: each
 OpenMP iteration owns one (sample, group), a contiguous run of C/G * S values
@@ -18,8 +21,9 @@ from ..settings import setting_expr
 from .common import INLINE, c_epilogue, helper_names, module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 
-_RESERVED = {"x", "w", "y", "xr", "yr", "r", "k", "c", "s", "n", "sum", "sq", "mean", "inv", "m", "scale", "shift",
-             "len", "cg", "d", "N", "C", "S", "G", "eps", "at", "acc", "c0", "c1", "j", "sums", "sqs", "scales", "shifts"}
+_RESERVED = {"x", "w", "y", "xr", "yr", "r", "k", "c", "s", "n", "sum", "sq", "mean", "k0", "k0s", "dm", "var", "inv",
+             "m", "scale", "shift", "len", "cg", "d", "N", "C", "S", "G", "eps", "at", "acc", "c0", "c1", "j", "sums",
+             "sqs", "scales", "shifts"}
 # Columns per OpenMP iteration of a batch norm over (N, C) rows (S == 1).
 COLUMN_BLOCK = 64
 
@@ -38,14 +42,12 @@ void group_norm(const float* x, const float* w, const float* b, float* y, {extra
     for (int64_t r = 0; r < N * G; r++) {{
         const float* xr = x + r * len;
         float* yr = y + r * len;
-        double sum = 0;
-        {simd_sum}
-        for (int64_t i = 0; i < len; i++) sum += xr[i];
-        const double mean = sum / len;
-        double sq = 0;
-        {simd_sq}
-        for (int64_t i = 0; i < len; i++) {{ const double d = xr[i] - mean; sq += d * d; }}
-        const float inv = (float)(1.0 / sqrt(sq / len + eps)), m = (float)mean;
+        const double k0 = len ? xr[0] : 0.0;
+        double sum = 0, sq = 0;
+        {simd_both}
+        for (int64_t i = 0; i < len; i++) {{ const double d = xr[i] - k0; sum += d; sq += d * d; }}
+        const double dm = sum / len, mean = k0 + dm, var = sq / len - dm * dm;
+        const float inv = (float)(1.0 / sqrt((var > 0 ? var : 0) + eps)), m = (float)mean;
         for (int64_t k = 0; k < cg; k++) {{
             const int64_t c = (r % G) * cg + k;
             const float scale = inv * w[c], shift = b[c] - m * scale;
@@ -73,24 +75,19 @@ void batch_norm(const float* x, const float* w, const float* b, float* y, {extra
         #pragma omp parallel for {schedule} if(N * C > {par_min})
         for (int64_t c0 = 0; c0 < C; c0 += {cb}) {{
             const int64_t c1 = C - c0 < {cb} ? C : c0 + {cb};
-            double sums[{cb}], sqs[{cb}];
+            double k0s[{cb}], sums[{cb}], sqs[{cb}];
             float scales[{cb}], shifts[{cb}];
-            for (int64_t j = 0; j < c1 - c0; j++) {{ sums[j] = 0; sqs[j] = 0; }}
+            for (int64_t j = 0; j < c1 - c0; j++) {{ k0s[j] = x[c0 + j]; sums[j] = 0; sqs[j] = 0; }}
             for (int64_t n = 0; n < N; n++) {{
                 const float* xr = x + n * C + c0;
                 {simd}
-                for (int64_t j = 0; j < c1 - c0; j++) sums[j] += xr[j];
-            }}
-            for (int64_t j = 0; j < c1 - c0; j++) sums[j] /= N;
-            for (int64_t n = 0; n < N; n++) {{
-                const float* xr = x + n * C + c0;
-                {simd}
-                for (int64_t j = 0; j < c1 - c0; j++) {{ const double d = xr[j] - sums[j]; sqs[j] += d * d; }}
+                for (int64_t j = 0; j < c1 - c0; j++) {{ const double d = xr[j] - k0s[j]; sums[j] += d; sqs[j] += d * d; }}
             }}
             for (int64_t j = 0; j < c1 - c0; j++) {{
-                const float inv = (float)(1.0 / sqrt(sqs[j] / N + eps));
+                const double dm = sums[j] / N, var = sqs[j] / N - dm * dm;
+                const float inv = (float)(1.0 / sqrt((var > 0 ? var : 0) + eps));
                 scales[j] = inv * w[c0 + j];
-                shifts[j] = b[c0 + j] - (float)sums[j] * scales[j];
+                shifts[j] = b[c0 + j] - (float)(k0s[j] + dm) * scales[j];
             }}
             for (int64_t n = 0; n < N; n++) {{
                 const float* xr = x + n * C + c0;
@@ -109,21 +106,16 @@ void batch_norm(const float* x, const float* w, const float* b, float* y, {extra
     }}
     #pragma omp parallel for {schedule} if(N * C * S > {par_min})
     for (int64_t c = 0; c < C; c++) {{
-        double sum = 0;
+        const double k0 = N * S ? x[c * S] : 0.0;
+        double sum = 0, sq = 0;
         for (int64_t n = 0; n < N; n++) {{
             const float* xr = x + (n * C + c) * S;
-            {simd_sum}
-            for (int64_t s = 0; s < S; s++) sum += xr[s];
+            {simd_both}
+            for (int64_t s = 0; s < S; s++) {{ const double d = xr[s] - k0; sum += d; sq += d * d; }}
         }}
-        const double mean = sum / (N * S);
-        double sq = 0;
-        for (int64_t n = 0; n < N; n++) {{
-            const float* xr = x + (n * C + c) * S;
-            {simd_sq}
-            for (int64_t s = 0; s < S; s++) {{ const double d = xr[s] - mean; sq += d * d; }}
-        }}
-        const float inv = (float)(1.0 / sqrt(sq / (N * S) + eps));
-        const float scale = inv * w[c], shift = b[c] - (float)mean * scale;
+        const double dm = sum / (N * S), var = sq / (N * S) - dm * dm;
+        const float inv = (float)(1.0 / sqrt((var > 0 ? var : 0) + eps));
+        const float scale = inv * w[c], shift = b[c] - (float)(k0 + dm) * scale;
         for (int64_t n = 0; n < N; n++) {{
             const float* xr = x + (n * C + c) * S;
             float* yr = y + (n * C + c) * S;
@@ -153,7 +145,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
     scalars = list(ep.scalars)
     body = "\n".join(f"                {line}" for line in ep.statements)
     fmt = dict(schedule=omp_schedule(params), par_min=params["par_min"], simd=simd_pragma(params),
-               simd_sum=simd_pragma(params, "reduction(+:sum)"), simd_sq=simd_pragma(params, "reduction(+:sq)"),
+               simd_both=simd_pragma(params, "reduction(+:sum, sq)"),
                extra="".join(f"{a}, " for a in ep.c_args),
                scalars="".join(f", float {s}" for s in scalars), epilogue=body, result=ep.result,
                cb=params.get("CB", COLUMN_BLOCK))
