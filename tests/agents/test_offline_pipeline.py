@@ -198,3 +198,43 @@ def test_submodules_named_like_the_stage_methods_keep_their_names(judge: Judge) 
     assert result.best is not None, result.reason + str([a.reasons[:1] for a in result.attempts])
     assert result.best.verdict == "pass" and result.best.proposal.family == "pipeline"
     assert "def _stage0(" in result.best.proposal.source
+
+
+DONATING = ref("""
+    class Model(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(c)
+            self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c)
+
+        def forward(self, x):
+            y = torch.relu(self.bn1(self.conv1(x)))
+            z = self.bn2(self.conv2(y))
+            # y read again after conv2, and viewed for its mean: never written over
+            return torch.relu(z + y) * 0.5 + y.view(y.shape[0], -1).mean(1).view(-1, 1, 1, 1)
+    """, "[torch.randn(3, 8, 10, 12)]", "[8]")
+
+
+def test_a_stage_writes_over_a_dead_fresh_input_only(judge: Judge) -> None:
+    """A batch norm writes over the convolution output it is the last to read, the final
+    elementwise stage over the second batch norm's; never over the forward input, an output
+    read later, or one a reshape views -- and the judge passes the candidate."""
+    from tests.agents.cpu_harness import check, cpu_proposals
+
+    proposals = cpu_proposals(DONATING, 2)
+    assert proposals and all(p.family == "pipeline" for p in proposals)
+    for i, p in enumerate(proposals):
+        assert p.note.startswith("conv2d | batch_norm + relu | conv2d | batch_norm | reshape | mean | reshape | add"), p.note
+        forward = p.source[p.source.index("    def forward"):]
+        assert "t1 = self.stage1(x, t0)\n        del t0\n" in forward and "return self.stage7(x, t1, t3, t6)" in forward
+        over = [line.strip() for line in p.source.splitlines() if "written over" in line]
+        assert over == ["out = x  # written over: x is dead after this stage"] * 2 + [over[2]], over
+        stage7 = p.source[p.source.index("def s7_fused_elementwise("):p.source.index("s7_lib.fused_elementwise(")]
+        reads = stage7.split("(", 1)[1].split(")", 1)[0]  # t1, t6, t3 in the stage's order
+        assert over[2].split()[2] == reads.split(",")[2].split(":")[0].strip()  # t3's, not t1's or the view t6's
+        check(DONATING, p.source, f"donate{i}")
+    result = run_offline(judge, DONATING, "donating.py", QUICK, max_candidates=1, engine=OfflineEngine("cpu"))
+    assert result.best is not None and result.best.verdict == "pass", result.reason
+    assert "written over" in result.best.proposal.source

@@ -148,6 +148,25 @@ def _method_prefix(stages: list[str]) -> str:
     return prefix
 
 
+def _lifetimes(parsed: list[Parsed], outputs: list[str]) -> tuple[list[dict[str, str]], list[str], list[list[str]],
+                                                                   dict[str, int]]:
+    """Each stage's renames and renamed forward body, the earlier outputs it reads, and each
+    output's last reader (its own stage when none reads it)."""
+    renames = [{n: f"s{i}_{n}" for n in sorted(p.names)} for i, p in enumerate(parsed)]
+    bodies = [rename(p.forward_body, renames[i]) for i, p in enumerate(parsed)]
+    mentioned = [_names_in(body) for body in bodies]
+    reads = [[o for o in outputs[:i] if o in mentioned[i]] for i in range(len(parsed))]
+    last_read = {o: max([i for i, r in enumerate(reads) if o in r], default=k) for k, o in enumerate(outputs)}
+    return renames, bodies, reads, last_read
+
+
+def dying(stages: list[str], outputs: list[str]) -> list[set[str]]:
+    """For each stage, the earlier outputs it is the last to read: ``compose`` deletes them
+    right after it, so that stage may write its own output over one of them."""
+    _, _, reads, last_read = _lifetimes([parse(s) for s in stages], outputs)
+    return [{o for o in reads[i] if last_read[o] == i} for i in range(len(stages))]
+
+
 def compose(stages: list[str], outputs: list[str], forward_args: list[str], doc: str) -> str:
     """One candidate running ``stages`` in order: stage i's forward result is bound to
     ``outputs[i]``, which later stages read as a forward argument of that name (each stage
@@ -160,11 +179,7 @@ def compose(stages: list[str], outputs: list[str], forward_args: list[str], doc:
     init_body: list[str] = []
     methods: list[str] = []
     calls: list[str] = []
-    renames = [{n: f"s{i}_{n}" for n in sorted(p.names)} for i, p in enumerate(parsed)]
-    bodies = [rename(p.forward_body, renames[i]) for i, p in enumerate(parsed)]
-    mentioned = [_names_in(body) for body in bodies]
-    reads = [[o for o in outputs[:i] if o in mentioned[i]] for i in range(len(parsed))]
-    last_read = {o: max([i for i, r in enumerate(reads) if o in r], default=k) for k, o in enumerate(outputs)}
+    renames, bodies, reads, last_read = _lifetimes(parsed, outputs)
     method = _method_prefix(stages)
     for i, p in enumerate(parsed):
         names = renames[i]

@@ -8,11 +8,12 @@ its own (a conv stage's algorithm with its epilogue's best guess, ...)."""
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from .common import NotRenderable, model_class
-from .compose import compose
+from .compose import compose, dying
 
 
 def reshape_stage(ctx: Any, view: str, bound: Mapping[tuple[int, ...], str] | None = None) -> str:
@@ -58,19 +59,44 @@ class Pipeline:
     def render(self, match: Any, params: dict[str, Any]) -> str:
         stages = match.spec["stages"]
         ranks = params.get("ranks") or [int(params["rank"])] * len(stages)
-        sources: list[str] = []
-        for i, stage in enumerate(stages):
-            if stage.match is None:  # a reshape of a contiguous tensor: no kernel
-                sources.append(reshape_stage(match.ctx, stage.view, stage.bound))
-                continue
-            family = self.families.get(stage.match.family)
-            if family is None:
-                raise NotRenderable(f"stage {i + 1} ({stage.match.kind}): no {stage.match.family} template "
-                                         f"for backend {self.backend}")
-            space = family.PARAM_SPACE
-            sources.append(family.render(stage.match, dict(space[min(int(ranks[i]), len(space) - 1)])))
+        chosen = [self._params(i, stage, ranks) for i, stage in enumerate(stages)]
+        sources = [self._render(match, stage, p) for stage, p in zip(stages, chosen, strict=True)]
+        for i, names in enumerate(self._donations(stages, sources)):
+            if names:
+                sources[i] = self._render(match, stages[i], {**chosen[i], "donated": sorted(names)})
         which = (f"rank={params['rank']} (each stage's parameter set of that rank)" if "ranks" not in params else
                  f"ranks={list(params['ranks'])} (stage by stage)")
         doc = (f"{len(stages)} stages, one kernel each (offline engine, no LLM, backend {self.backend}): "
                + " | ".join(s.kind for s in stages) + f".\n\nParameters: {which}.\n")
         return compose(sources, [s.name for s in stages], match.ctx.signature.forward_names(), doc)
+
+    def _params(self, i: int, stage: Any, ranks: list[int]) -> dict[str, Any]:
+        if stage.match is None:
+            return {}
+        family = self.families.get(stage.match.family)
+        if family is None:
+            raise NotRenderable(f"stage {i + 1} ({stage.match.kind}): no {stage.match.family} template "
+                                f"for backend {self.backend}")
+        space = family.PARAM_SPACE
+        return dict(space[min(int(ranks[i]), len(space) - 1)])
+
+    def _render(self, match: Any, stage: Any, params: dict[str, Any]) -> str:
+        if stage.match is None:  # a reshape of a contiguous tensor: no kernel
+            return reshape_stage(match.ctx, stage.view, stage.bound)
+        return self.families[stage.match.family].render(stage.match, params)
+
+    def _donations(self, stages: list[Any], sources: list[str]) -> list[set[str]]:
+        """Per stage, the earlier outputs it may write its own output over: it is their last
+        reader, a kernel of a family that allocates its output made them (``FRESH_OUTPUT``:
+        no view of anything else), no reshape views them (a view would outlive them), and the
+        stage's family can write over its input (``DONATES``). A whole model's activation then
+        reuses the pages its batch norm read, as inductor's buffer reuse does; a fresh tensor's
+        first touch costs a page fault per 4 KB."""
+        fresh = {s.name for s in stages if s.match is not None
+                 and getattr(self.families.get(s.match.family), "FRESH_OUTPUT", False)}
+        viewed = {n for s in stages if s.match is None for n in fresh if re.search(rf"\b{re.escape(n)}\b", s.view)}
+        out = []
+        for stage, dead in zip(stages, dying(sources, [s.name for s in stages]), strict=True):
+            family = self.families.get(stage.match.family) if stage.match is not None else None
+            out.append(dead & fresh - viewed if getattr(family, "DONATES", False) else set())
+        return out

@@ -27,6 +27,11 @@ _RESERVED = {"x", "w", "y", "xr", "yr", "r", "k", "c", "s", "n", "sum", "sq", "m
 # Columns per OpenMP iteration of a batch norm over (N, C) rows (S == 1).
 COLUMN_BLOCK = 64
 
+# A pipeline may hand this stage a dead input to write over (templates/pipeline.py: ``donated``):
+# every value is read before its own store, and the statistics before any store.
+DONATES = True
+FRESH_OUTPUT = True
+
 PARAM_SPACE: list[dict[str, Any]] = [
     {"schedule": "static", "simdlen": 0, "par_min": 16384},
     {"schedule": "dynamic", "simdlen": 16, "par_min": 16384},
@@ -139,6 +144,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
     require_float32(match.ctx.outputs[0].get("dtype"), spec["x"].dtype, *(p.dtype for p in (weight, bias) if p),
                     *(e.dtype for e in spec["epilogue"]))
     kind = spec["kind"]
+    over = ctx.forward_arg(spec["x"].index) in params.get("donated", ())
     fn = "batch_norm" if kind == "batch" else "group_norm"
     ep = c_epilogue(ctx, spec, spec["norm"], {"scalar": "0", "channel": "c", "full": "at"}, _RESERVED, like="out")
     operands = [o.strip(", ") for o in ep.operands]
@@ -157,7 +163,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
     host = [f"def {kind}_norm(x: torch.Tensor, weight, bias, groups: int, eps: float{extra}) -> torch.Tensor:",
             f'    """{kind} norm of (N, C, ...) with training-mode statistics; weight / bias may be None."""',
             "    x = x.contiguous()",
-            "    out = torch.empty_like(x)",
+            "    out = x  # written over: x is dead after this stage" if over else "    out = torch.empty_like(x)",
             "    weight = torch.ones(x.shape[1], dtype=x.dtype) if weight is None else weight.contiguous()",
             "    bias = torch.zeros(x.shape[1], dtype=x.dtype) if bias is None else bias.contiguous()",
             *(line.rstrip("\n") for line in ep.prep),
@@ -171,7 +177,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
     eps = ctx.scalar(spec["eps"])
     eps_expr = eps[1] if eps else repr(float(spec["eps"].value))
     call = [ctx.forward_arg(spec["x"].index), w, b, g, eps_expr, *ep.forward_ops, *ep.scalars.values()]
-    knobs = ", ".join(f"{k}={v}" for k, v in params.items())
+    knobs = ", ".join(f"{k}={v}" for k, v in params.items() if k != "donated") + \
+        (f"; writes over its input {ctx.forward_arg(spec['x'].index)}, dead after it" if over else "")
     doc = (f"{match.kind} (training-mode statistics) in C (offline engine, no LLM, backend cpu).\n\n"
            f"Parameters: {knobs}.\n")
     return module_source(doc, prelude(helper_names(kernel)) + "\n\n" + INLINE + "\n\n" + kernel, [proto], fn,

@@ -36,6 +36,9 @@ from .common import INLINE, CEpilogue, c_epilogue, helper_names, module_source, 
 from .gemm import ISA, MICRO
 from .mathlib import prelude
 
+# Its output is a tensor it allocates (a pipeline may let a later stage write over it).
+FRESH_OUTPUT = True
+
 PARAM_SPACE: list[dict[str, Any]] = [
     # oneDNN first: over KernelBench's level-1 convolutions at fitted sizes it matched or beat
     # eager on every one, where our own algorithms averaged 0.63x (docs/benchmarks.md)

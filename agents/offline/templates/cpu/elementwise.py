@@ -105,6 +105,12 @@ def _fast_blocks(fast: tuple[list[str], list[str], set[str]], body: list[str], s
             "        }"]
 
 
+# A pipeline may hand this stage a dead operand shaped like the output to write over
+# (templates/pipeline.py: ``donated``): each element is read before its own store.
+DONATES = True
+FRESH_OUTPUT = True
+
+
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
@@ -203,12 +209,16 @@ def render(match: Any, params: dict[str, Any]) -> str:
     if not given:
         raise NotRenderable("a random operand alone: no shape to draw it over")
     first = names[id(given[0])]
+    over = next((names[id(leaf)] for leaf in given if leaf.kind == "input" and kinds[id(leaf)][0] == "full"
+                 and leaf.dtype == "float32" and tuple(leaf.shape or ()) == tuple(out_shape)
+                 and ctx.leaf_arg(leaf) in params.get("donated", ())), None)
     drawn = [f"    {names[id(leaf)]} = {ctx.draw(leaf, 'out')}" for leaf in leaves if leaf.kind == "random"]
     host = [f"def fused_elementwise({', '.join(wrapper_params)}) -> torch.Tensor:",
             '    """Allocate the output and run the fused loop over it."""',
             f"    shape = {first}.shape" if len(given) == 1 else
             f"    shape = torch.broadcast_shapes({', '.join(names[id(leaf)] + '.shape' for leaf in given)})",
             *(f"    {line}" for line in prep),
+            f"    out = {over}  # written over: dead after this stage" if over else
             f"    out = torch.empty(shape, dtype=torch.float32, device={first}.device)", *drawn]
     if flat:
         host.append(f"    lib.fused_elementwise({', '.join([*host_args, 'out', 'out.numel()', *scalars])})")
@@ -221,7 +231,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
     forward = [f"return fused_elementwise({', '.join([*call_args, *writer.scalars.values()])})"]
     n_ops = len([n for n in root.walk() if n.kind == "op" and n.op not in ("identity", "cast", "view")])
     title = match.kind if n_ops <= 4 else f"A chain of {n_ops} elementwise ops"
-    knobs = ", ".join(f"{k}={v}" for k, v in params.items() if flat or k != "BLOCK")
+    knobs = ", ".join(f"{k}={v}" for k, v in params.items() if (flat or k != "BLOCK") and k != "donated") + \
+        (f"; writes over its operand {over}, dead after it" if over else "")
     doc = (f"{title} as one fused C loop (offline engine, no LLM, backend cpu).\n\n"
            f"Parameters: {knobs}.\n")
     return module_source(doc, c_source, [c_fn], "fused_elementwise", ["\n".join(host)], ctx, forward,

@@ -27,6 +27,9 @@ from .common import INLINE, CWriter, helper_names, module_source, omp_schedule, 
 from .gemm import ISA, MICRO, NR_FN, PACK, PACK_FN
 from .mathlib import prelude
 
+# Its output is a tensor it allocates (a pipeline may let a later stage write over it).
+FRESH_OUTPUT = True
+
 PARAM_SPACE: list[dict[str, Any]] = [
     {"MC": 72, "NC": 256, "KC": 256, "schedule": "static"},
     {"blas": "openblas", "schedule": "static"},

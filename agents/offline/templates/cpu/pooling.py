@@ -20,6 +20,9 @@ from ..settings import POOL_OUT_SIZE, pool_settings
 from .common import module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 
+# Its output is a tensor it allocates (a pipeline may let a later stage write over it).
+FRESH_OUTPUT = True
+
 PARAM_SPACE: list[dict[str, Any]] = [
     {"order": "row", "schedule": "static", "par_min": 32768, "simdlen": 0},
     {"order": "point", "schedule": "static", "par_min": 32768, "simdlen": 0},
