@@ -167,6 +167,10 @@ def dying(stages: list[str], outputs: list[str]) -> list[set[str]]:
     return [{o for o in reads[i] if last_read[o] == i} for i in range(len(stages))]
 
 
+def _pooled(imports: list[str]) -> bool:
+    return any(re.fullmatch(r"from kforge_native import .*\bscratch\b.*", x) for x in imports)
+
+
 def compose(stages: list[str], outputs: list[str], forward_args: list[str], doc: str) -> str:
     """One candidate running ``stages`` in order: stage i's forward result is bound to
     ``outputs[i]``, which later stages read as a forward argument of that name (each stage
@@ -196,6 +200,9 @@ def compose(stages: list[str], outputs: list[str], forward_args: list[str], doc:
         # a whole model's activations are never all alive at once.
         done = [o for o in outputs[:i + 1] if last_read[o] == i] if i < len(parsed) - 1 else []
         if done:
+            # a C candidate's large dead intermediates go back to the pool its hosts allocate
+            # from (kforge_native.scratch: it keeps only what nothing else reaches)
+            calls += [f"scratch.give({o})\n" for o in done if _pooled(imports)]
             calls.append(f"del {', '.join(done)}\n")
     supers = [b for b in init_body if b.startswith("super().__init__(")]
     init = supers + [b for b in init_body if b not in supers]

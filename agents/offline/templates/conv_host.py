@@ -23,22 +23,24 @@ def conv(x: torch.Tensor, w: torch.Tensor, {params}stride: tuple, padding: tuple
     K = {channels}
     out_sp = [conv_out_size(n, k, s, p, d, op) for n, k, s, p, d, op
               in zip(x.shape[2:], w.shape[2:], stride, padding, dilation, output_padding)]
-    y = torch.empty(N, K, *out_sp, dtype={dtype}, device=x.device)
+    y = {empty}(N, K, *out_sp, dtype={dtype}, device=x.device)
     if y.numel() == 0:
         return y
     pad3 = lambda t, fill: [fill] * (3 - nd) + list(t)  # noqa: E731
 '''
 
 
-def head(spec: dict[str, Any], how: str, extra: str, dtype: str) -> str:
+def head(spec: dict[str, Any], how: str, extra: str, dtype: str, empty: str = "torch.empty") -> str:
     """``conv``'s head for this match; the template appends the launch and ``return y``.
-    ``extra``: the epilogue's parameters (``, name: type`` each)."""
+    ``extra``: the epilogue's parameters (``, name: type`` each); ``empty``: what allocates y
+    (the C template's ``scratch.empty``)."""
     transposed = spec["transposed"]
     size = ("return (n - 1) * s - 2 * p + d * (k - 1) + op + 1" if transposed else
             "return (n + 2 * p - d * (k - 1) - 1) // s + 1")
     return HEAD.format(what="transposed convolution" if transposed else "convolution", size=size, how=how,
                        params="b: torch.Tensor, " if spec["bias"] is not None else "", extra=extra, nd=spec["nd"],
-                       channels="w.shape[1] * groups" if transposed else "w.shape[0]", dtype=dtype)
+                       channels="w.shape[1] * groups" if transposed else "w.shape[0]", dtype=dtype,
+                       empty=empty)
 
 
 def call_args(ctx: Any, spec: dict[str, Any]) -> list[str]:

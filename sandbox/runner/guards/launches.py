@@ -46,14 +46,16 @@ class LaunchCounter:
         import sys
         import types
 
-        from .. import native
+        from .. import native, scratch
 
         shim = types.ModuleType("kforge_native", "Native CPU kernels (see docs/cpu_backend.md).")
         for name in ("NativeError", "NativeBuildError", "NativeArgumentError", "NativeLibrary"):
             setattr(shim, name, getattr(native, name))
         shim.load_c = self._wrap_native_loader(native.load_c)
         shim.load_cpp = self._wrap_native_loader(native.load_cpp)
-        shim.__all__ = ["NativeError", "NativeBuildError", "NativeArgumentError", "NativeLibrary", "load_c", "load_cpp"]
+        shim.scratch = scratch.scratch
+        shim.__all__ = ["NativeError", "NativeBuildError", "NativeArgumentError", "NativeLibrary", "load_c", "load_cpp",
+                        "scratch"]
         sys.modules["kforge_native"] = shim
 
     def _wrap_native_loader(self, loader: Callable) -> Callable:

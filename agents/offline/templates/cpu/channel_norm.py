@@ -163,7 +163,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
     host = [f"def {kind}_norm(x: torch.Tensor, weight, bias, groups: int, eps: float{extra}) -> torch.Tensor:",
             f'    """{kind} norm of (N, C, ...) with training-mode statistics; weight / bias may be None."""',
             "    x = x.contiguous()",
-            "    out = x  # written over: x is dead after this stage" if over else "    out = torch.empty_like(x)",
+            "    out = x  # written over: x is dead after this stage" if over else
+            "    out = scratch.empty(x.shape, dtype=x.dtype)",
             "    weight = torch.ones(x.shape[1], dtype=x.dtype) if weight is None else weight.contiguous()",
             "    bias = torch.zeros(x.shape[1], dtype=x.dtype) if bias is None else bias.contiguous()",
             *(line.rstrip("\n") for line in ep.prep),

@@ -14,7 +14,7 @@ from ...template_context import Context
 from ..common import NotRenderable, model_class
 from ..ops import OpWriter
 
-HEADER = "import torch\nimport torch.nn as nn\nfrom kforge_native import load_c\n"
+HEADER = "import torch\nimport torch.nn as nn\nfrom kforge_native import load_c, scratch\n"
 
 # Ops that are a cheap expression of their first argument where it is > 0 (their costly
 # branch, exp, is for the rest): the elementwise template's positive fast path

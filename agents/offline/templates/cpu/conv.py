@@ -338,7 +338,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
     c_source = {"gemm": _gemm, "blas": _blas, "dnnl": _dnnl}.get(algo, _direct)(spec, fn, what, params, ep, c_args)
     extra = "".join(f", {o.strip(', ')}: torch.Tensor" for o in ep.operands) + \
         "".join(f", {s}: float" for s in ep.scalars)
-    host = conv_host.head(spec, "", extra, "x.dtype") + \
+    host = conv_host.head(spec, "", extra, "x.dtype", "scratch.empty") + \
         (conv_dnnl.HOST_CALL if algo == "dnnl" else LAUNCH).format(
             fn=fn, prep="".join(ep.prep) + ((BLAS_COL_T if transposed else BLAS_COL) if algo == "blas" else ""),
             ptrs=("b, " if bias is not None else "") + ("col, " if algo == "blas" else ""),

@@ -219,7 +219,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
             f"    shape = torch.broadcast_shapes({', '.join(names[id(leaf)] + '.shape' for leaf in given)})",
             *(f"    {line}" for line in prep),
             f"    out = {over}  # written over: dead after this stage" if over else
-            f"    out = torch.empty(shape, dtype=torch.float32, device={first}.device)", *drawn]
+            f"    out = scratch.empty(shape, dtype=torch.float32, device={first}.device)", *drawn]
     if flat:
         host.append(f"    lib.fused_elementwise({', '.join([*host_args, 'out', 'out.numel()', *scalars])})")
     else:

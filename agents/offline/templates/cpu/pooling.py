@@ -155,7 +155,7 @@ HOST = '''def pool(x: torch.Tensor, kernel: tuple, stride: tuple, padding: tuple
     x = x.contiguous()
     lead, spatial = x.shape[:-nd], list(x.shape[-nd:])
     out_sp = [pool_out_size(n, k, s, p, d, {ceil}) for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation)]
-    out = torch.empty(*lead, *out_sp, dtype=x.dtype, device=x.device)
+    out = scratch.empty(*lead, *out_sp, dtype=x.dtype, device=x.device)
     if out.numel() == 0:
         return out
     pad3 = lambda t, fill: [fill] * (3 - nd) + list(t)  # noqa: E731
