@@ -304,17 +304,18 @@ def _host(spec: dict[str, Any], leaves: list[str], operands: list[str], scalars:
                   "    sab, sbb = 0, 0"]
     lines += ["    a_base = a if a.is_contiguous() else a_in  # otherwise a is a view of a_in",
               "    b_base = b if b.is_contiguous() else b_in",
-              "    out = torch.empty(out_shape, dtype=torch.float32, device=a.device)",
+              "    out = scratch.empty(out_shape, dtype=torch.float32, device=a.device)",
               "    if out.numel() == 0:",
               "        return out",
               "    if K == 0:",
               "        raise ValueError('an empty inner dimension is not supported')",
               "    nr = lib.kf_nr()",
               "    panels = (N + nr - 1) // nr",
-              "    bp = torch.empty(b.shape[0] * panels * K * nr, dtype=torch.float32, device=a.device)",
+              "    bp = scratch.empty(b.shape[0] * panels * K * nr, dtype=torch.float32, device=a.device)",
               "    lib.pack_b(b_base, bp, b.shape[0], K, N, sbb, b.stride(-2), b.stride(-1))",
               f"    lib.fused_matmul(a_base, bp, {leaf_args}out, batch, M, N, K, sab, a.stride(-2), a.stride(-1), "
               f"panels * K * nr if b.shape[0] > 1 else 0{tail})",
+              "    scratch.give(bp)  # the packed panels, for the next call's: no fresh pages a call",
               "    return out"]
     return "\n".join(lines)
 
@@ -343,7 +344,7 @@ def _blas_host(spec: dict[str, Any], leaves: list[str], operands: list[str], sca
     lines += ["    batch, M, K, N = a.shape[0], a.shape[1], a.shape[2], b.shape[-1]",
               "    a, a_base, ta, lda = blas_operand(a)",
               "    b, b_base, tb, ldb = blas_operand(b)",
-              "    out = torch.empty(out_shape, dtype=torch.float32, device=a.device)",
+              "    out = scratch.empty(out_shape, dtype=torch.float32, device=a.device)",
               "    if out.numel() == 0:",
               "        return out",
               "    if K == 0:",
