@@ -130,9 +130,11 @@ _BATCH_NORM2D = """
     """
 
 CHANNEL_NORM = {
- "batch_norm2d": ref(_BATCH_NORM2D, "[torch.randn(batch, features, 9, 11).mul(2.0).add(3.0)]", "[features]", "batch = 4\nfeatures = 13"),
+ "batch_norm2d": ref(_BATCH_NORM2D, "[torch.randn(batch, features, 9, 11).mul(2.0).add(3.0)]", "[features]",
+                     "batch = 4\nfeatures = 13"),
  # values far from 0 beside their spread: the one-read statistics' shifted sums keep the variance
- "batch_norm2d_far_from_zero": ref(_BATCH_NORM2D, "[torch.randn(batch, features, 9, 11).mul(0.5).add(40.0)]", "[features]", "batch = 4\nfeatures = 5"),
+ "batch_norm2d_far_from_zero": ref(_BATCH_NORM2D, "[torch.randn(batch, features, 9, 11).mul(0.5).add(40.0)]",
+                                   "[features]", "batch = 4\nfeatures = 5"),
  "instance_norm2d": ref("""
     class Model(nn.Module):
         def __init__(self, num_features):
