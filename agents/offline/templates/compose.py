@@ -184,6 +184,7 @@ def compose(stages: list[str], outputs: list[str], forward_args: list[str], doc:
     methods: list[str] = []
     calls: list[str] = []
     renames, bodies, reads, last_read = _lifetimes(parsed, outputs)
+    pooled = _pooled([x for p in parsed for x in p.imports])
     method = _method_prefix(stages)
     for i, p in enumerate(parsed):
         names = renames[i]
@@ -202,7 +203,7 @@ def compose(stages: list[str], outputs: list[str], forward_args: list[str], doc:
         if done:
             # a C candidate's large dead intermediates go back to the pool its hosts allocate
             # from (kforge_native.scratch: it keeps only what nothing else reaches)
-            calls += [f"scratch.give({o})\n" for o in done if _pooled(imports)]
+            calls += [f"scratch.give({o})\n" for o in done if pooled]
             calls.append(f"del {', '.join(done)}\n")
     supers = [b for b in init_body if b.startswith("super().__init__(")]
     init = supers + [b for b in init_body if b not in supers]
