@@ -73,6 +73,16 @@ def resolve_device(device: str) -> str:
     return device if device != "auto" else ("cuda" if available else "cpu")
 
 
+def cuda_failure(cuda: dict[str, Any], sandbox: str) -> str:
+    """Why a cuda runner cannot serve jobs, from what its probe children found (``runner/cuda_fork.py``)."""
+    if cuda.get("clean") is False:
+        return (f"the {sandbox} sandbox's runner touched the CUDA runtime before forking its jobs: "
+                "no job could use CUDA (a bug of ours: runner/cuda_fork.py)")
+    if cuda.get("error"):
+        return f"CUDA does not work inside the {sandbox} sandbox: {cuda['error']}"
+    return f"no CUDA device is visible inside the {sandbox} sandbox"
+
+
 def _odd(v: int) -> int:
     return max(1, (v * 3 // 4) | 1) if (v * 3 // 4) | 1 != v else v - 2
 
@@ -188,6 +198,10 @@ class Judge:
         # The native libraries the judge builds are shared read-only with its sandboxes.
         driver = get_driver(sandbox, read_only_dirs=[native_cache.ensure()])
         session = driver.start(device)
+        cuda = session.ready.get("cuda") or {}
+        if device == "cuda" and (cuda.get("error") or not cuda.get("devices") or cuda.get("clean") is False):
+            driver.stop(session)
+            raise SandboxError(cuda_failure(cuda, sandbox))
         self._sessions[key] = (driver, session)
         return session
 

@@ -43,6 +43,8 @@ def secret_files(extra: list[str]) -> list[str]:
 
 class ProcessDriver:
     name = "process"
+    # How the interpreter starts the runner (tests start it through a wrapper that changes torch first).
+    runner_module: list[str] = ["-m", "sandbox.runner.zygote"]
 
     def __init__(self, hide: list[str] | None = None, isolate: bool | None = None,
                  read_only_dirs: list[str] | None = None) -> None:
@@ -56,7 +58,7 @@ class ProcessDriver:
     def start(self, device: str) -> RunnerSession:
         scratch_root = tempfile.mkdtemp(prefix="kforge-sandbox-")
         os.chmod(scratch_root, 0o711)
-        cmd = [sys.executable, "-m", "sandbox.runner.zygote", "--scratch-root", scratch_root, "--device", device]
+        cmd = [sys.executable, *self.runner_module, "--scratch-root", scratch_root, "--device", device]
         if self.isolate:
             cmd += ["--isolate", "--unique-uids"]
             for path in [*DEFAULT_HIDE, *secret_files(self.extra_hide)]:

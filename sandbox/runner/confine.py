@@ -5,8 +5,9 @@ Two layers:
 * ``isolate_runner`` runs once in the warm runner, before torch is imported:
   a private network namespace (no interface but a downed loopback, so no
   network at all) and a private mount namespace in which every mount is
-  read-only except the scratch root, and paths that may hold secrets are
-  covered by empty ones.
+  read-only except the scratch root and procfs (what the CUDA driver writes
+  there: ``WRITABLE_PROC``; its system-wide parts stay read-only), and paths
+  that may hold secrets are covered by empty ones.
 * ``confine_child`` runs in each forked child before untrusted code loads:
   resource limits, a uid of its own (so the process-count limit is per child
   and the judge can kill the whole tree by uid), no new privileges.
@@ -81,6 +82,20 @@ def _remount_readonly(target: str, opts: set[str]) -> None:
         pass  # a mount we cannot see into (covered, or not ours); it stays as it is
 
 
+# The one mount left writable besides the scratch root: procfs. The CUDA driver names the
+# threads it starts by writing /proc/<pid>/task/<tid>/comm; under a read-only /proc every
+# CUDA call in an isolated runner's children failed ("cudaGetDeviceCount ... Error 304: OS
+# call failed", an H200 host, 2026-12-04). What a job may write there is its own process's
+# files (its uid's); the system-wide parts stay read-only, as Docker keeps them.
+WRITABLE_PROC = "/proc"
+READ_ONLY_PROC = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+
+
+def _read_only_bind(path: str) -> None:
+    _mount(path, path, None, MS_BIND | MS_REC)
+    _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
 def isolate_runner(scratch_root: str, hide: list[str], keep: list[str]) -> list[str]:
     """Enter private net + mount namespaces; returns notes on what was done."""
     notes = []
@@ -106,8 +121,15 @@ def isolate_runner(scratch_root: str, hide: list[str], keep: list[str]) -> list[
         if os.path.isfile(target):
             _mount("/dev/null", target, None, MS_BIND)
             notes.append(f"hidden: {target}")
-    for target, opts in _mount_points():
-        _remount_readonly(target, opts)
+    points = _mount_points()
+    for target, opts in points:
+        if target != WRITABLE_PROC:
+            _remount_readonly(target, opts)
+    mounted = {target for target, _ in points}
+    for path in READ_ONLY_PROC:
+        if path not in mounted and os.path.exists(path):
+            _read_only_bind(path)
+    notes.append(f"{WRITABLE_PROC}: a process's own files writable (thread names), {', '.join(READ_ONLY_PROC)} read-only")
     # The scratch root is the one writable place.
     _mount(scratch_root, scratch_root, None, MS_BIND)
     _mount(None, scratch_root, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)

@@ -163,6 +163,7 @@ class Party:
         self.store: list[list[Any]] = []
         self.emit: Emit | None = None  # set by ``loop``: the warm-up's phases
         self.warming = False
+        self.null_source: list[Any] | None = None  # on CUDA, the last output back on the device (null pass)
 
     def load(self, values: list[Any]) -> None:
         for buf, src in zip(self.buffers, values):
@@ -211,7 +212,8 @@ class Party:
     def null_check(self, i: int) -> None:  # the same checks' cost: the last output copied into the spare store
         watch = self.watch
         if watch is not None and watch.outputs:
-            watch.snapshot(watch.outputs[-1], self.store[-1] if self.store else None)
+            source = self.null_source if self.null_source is not None else watch.outputs[-1]
+            watch.snapshot(source, self.store[-1] if self.store else None)
             all(same_bits(b, s) for b, s in zip(self.buffers, self.sets[i]))
 
     def loop(self, emit: Emit) -> timing.Loop:
@@ -257,12 +259,17 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
                                             warmup, turn)
         for p, times in zip(parties, timed):
             emit({"kind": "phase", "name": f"{p.label}:loop_end", "reps": len(times)})
+        nulls: dict[str, timing.Loop] = {}
         for p, times in zip(parties, timed):
             if p.watch is not None:
                 reps = min(len(times), int(job.get("null_reps") or len(times)))
+                if device == "cuda":  # the null checks copy a device output to the host, as the timed ones do
+                    p.null_source = [v.to("cuda") if isinstance(v, _Tensor) else v for v in p.watch.outputs[-1]]
+                nulls[p.label] = timing.Loop(reps, p.prepare, p.null_check)
                 emit({"kind": "phase", "name": f"{p.label}:null_start"})
-                timing.run_null(timing.Loop(reps, p.prepare, p.null_check), reps, device, flush)
+                timing.run_null(nulls[p.label], reps, device, flush)
                 emit({"kind": "phase", "name": f"{p.label}:null_end"})
+                p.null_source = None
     load_after = timing.load_average()
     for p, loop, times in zip(parties, loops, timed):
         extra: dict[str, Any] = {}
@@ -273,6 +280,10 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
             extra["flush_rewritten"] = flush.rewritten if isinstance(flush, timing.CacheFlush) else 0
         if turn is not None:
             extra["interleaved"] = True
+        if loop.host:
+            extra["host_ms"] = {"timed": host_medians(loop.host)}
+            if p.label in nulls:
+                extra["host_ms"]["null"] = host_medians(nulls[p.label].host)
         extra["loadavg"] = [load_before, load_after]
         emit({"kind": "timing", "name": p.label, "times_ms": times, "sets": len(p.sets),
               "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL, **meta, **extra})
@@ -280,6 +291,12 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
         if p.watch is not None:
             replay(p.model, p.sets[:len(times)], p.watch, p.buffers, p.prepare, p.sync)
     return timed
+
+
+def host_medians(host: list[tuple[int, int, int]]) -> dict[str, float]:
+    """Medians of a pass's per-repetition host times (``Loop.host``), in ms."""
+    columns = list(zip(*host))
+    return {name: round(sorted(c)[len(c) // 2] / 1e6, 4) for name, c in zip(("load", "rep", "check"), columns)}
 
 
 def touched(like: list[Any]) -> list[Any]:

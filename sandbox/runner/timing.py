@@ -221,6 +221,9 @@ class Loop:
         # read around the call (outside its clock); they explain a slow repetition.
         self.faults: list[int] = []
         self.preempted: list[int] = []
+        # Per repetition on CUDA, by this process's clock (a diagnosis, never a verdict): ns
+        # spent loading the set, in the repetition (flush, events, call, syncs), checking it.
+        self.host: list[tuple[int, int, int]] = []
 
 
 def agrees(fresh_ms: list[float], cached_ms: list[float], share: float = 0.1) -> bool:
@@ -317,8 +320,37 @@ def time_cpu_parties(parties: list[tuple[Callable[[int], object], Loop]], budget
     return times
 
 
+_l2_flush: list[torch.Tensor] = []
+
+
+def l2_flush_buffer() -> torch.Tensor:
+    """The device buffer every CUDA repetition zeroes first, one per process (the timed and
+    the null pass write the same buffer, so the flush costs them the same)."""
+    if not _l2_flush:
+        _l2_flush.append(torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda"))
+    return _l2_flush[0]
+
+
+def cuda_rep(fn: Hook, i: int, flush: torch.Tensor) -> float:
+    """One CUDA repetition: the L2 flushed, events around ``fn(i)`` with a device-wide sync
+    before the end event. The null pass runs it with ``fn`` None, so the outside clock's
+    two passes differ by the calls alone: flush, syncs and events are in both (on an H200
+    they were in the timed pass only, and the outside clock saw 8 to 27 times the reported
+    time of honest kernels)."""
+    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    flush.zero_()
+    _cuda_sync()
+    _record(start)
+    if fn is not None:
+        fn(i)
+    _cuda_sync()  # every stream, not only the current one
+    _record(end)
+    _cuda_sync()
+    return float(_elapsed(start, end))
+
+
 def time_cuda(fn: Callable[[int], object], loop: Loop, budget_s: float, warmup: int = 5) -> list[float]:
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    flush = l2_flush_buffer()
     for _ in range(warmup):
         if loop.warm is not None:
             loop.warm()
@@ -330,34 +362,36 @@ def time_cuda(fn: Callable[[int], object], loop: Loop, budget_s: float, warmup: 
     times: list[float] = []
     deadline = _perf_ns() + int(budget_s * 1e9)
     for i in range(loop.sets):
+        t0 = _perf_ns()
         if loop.before is not None:
             loop.before(i)
-        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-        flush.zero_()
-        _cuda_sync()
-        _record(start)
-        fn(i)
-        _cuda_sync()  # every stream, not only the current one
-        _record(end)
-        _cuda_sync()
-        times.append(float(_elapsed(start, end)))
+        t1 = _perf_ns()
+        times.append(cuda_rep(fn, i, flush))
+        t2 = _perf_ns()
         if loop.after is not None:
             loop.after(i)
+        loop.host.append((t1 - t0, t2 - t1, _perf_ns() - t2))
         if _perf_ns() > deadline and len(times) >= 10:
             break
     return times
 
 
 def run_null(loop: Loop, reps: int, device: str, flush: Callable[[], object] | None = None) -> None:
-    """The timed pass without the call: the same loads, flushes and checks,
-    so that the runner's clock (outside this process) over the timed pass
-    minus this one, per repetition, is the time the calls took."""
+    """The timed pass without the call: the same loads, flushes and checks (on CUDA the
+    same repetition, events and syncs included: ``cuda_rep``), so that the runner's clock
+    (outside this process) over the timed pass minus this one, per repetition, is the
+    time the calls took."""
+    cuda_flush = l2_flush_buffer() if device == "cuda" else None
     for i in range(reps):
+        t0 = _perf_ns()
         if loop.before is not None:
             loop.before(i)
-        if flush is not None:
+        t1 = _perf_ns()
+        if cuda_flush is not None:
+            cuda_rep(None, i, cuda_flush)
+        elif flush is not None:
             flush()
-        if device == "cuda":
-            _cuda_sync()
+        t2 = _perf_ns()
         if loop.after is not None:
             loop.after(i)
+        loop.host.append((t1 - t0, t2 - t1, _perf_ns() - t2))

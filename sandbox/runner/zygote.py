@@ -38,7 +38,7 @@ import threading
 import time
 from typing import Any, BinaryIO
 
-from . import confine, turns
+from . import confine, cuda_fork, turns
 from .jobs import Job
 
 F_SETPIPE_SZ = 1031
@@ -178,6 +178,7 @@ class Runner:
                read_fd: int, write_fd: int, side: socket.socket | None) -> None:
         code = 0
         try:
+            cuda_fork.unshield()
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             try:
@@ -205,6 +206,11 @@ class Runner:
             home = os.path.join(scratch, "home")
             for var in ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "XDG_CACHE_HOME"):
                 os.environ[var] = home
+            # A job's own uid has no passwd line: a library that asks for the user's name
+            # (getpass.getuser: inductor's and dynamo's cache and debug directories) finds it
+            # here instead of failing in pwd.getpwuid (every cuda reference job did on a GPU host).
+            for var in ("USER", "LOGNAME"):
+                os.environ[var] = job_user(uid)
             # its own directory: what a reference's job packs for its next run (runner/compiled.py)
             os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(home, "inductor")
             # No precompiled C++ headers: inductor keeps them outside its cache directory, where a
@@ -243,6 +249,16 @@ class Runner:
         finally:
             os._exit(code)
 
+def job_user(uid: int) -> str:
+    """The user name a job's child reports (``USER``, ``LOGNAME``): its uid's, or a made-up one."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"kforge-job-{uid}"
+
+
 def job_dirs(scratch_root: str, uid: int | None) -> str:
     """A job's directory, removed when the job ends: ``log.txt``; ``home``, the
     child's own (HOME, TMPDIR, compiler caches); and ``cwd``, its working
@@ -273,6 +289,8 @@ def main(argv: list[str] | None = None) -> None:
         notes += confine.isolate_runner(args.scratch_root, args.hide, args.keep)
     if args.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
+    else:
+        cuda_fork.prepare()
     # OpenMP's wait policy stays libgomp's default, as in a user's process: idle threads spin
     # a while before they sleep. Sleeping at once (OMP_WAIT_POLICY=PASSIVE, set here until
     # 2026-12-02) made every parallel region of eager's op-by-op forward wake its threads:
@@ -281,6 +299,13 @@ def main(argv: list[str] | None = None) -> None:
     # native kernels and OpenBLAS share torch's one libgomp, so no two pools spin against
     # each other.
     import torch
+
+    cuda: dict[str, Any] = {}
+    if args.device == "cuda":
+        # Asked by a child before the warm-up's imports (after the isolation: it says whether
+        # CUDA works inside it); the runner itself never asks the CUDA runtime (cuda_fork.py).
+        cuda = cuda_fork.probe()
+        cuda_fork.shield(cuda)
     import triton
 
     from . import analyze, child, guards, harness, native, timing  # noqa: F401  (imported once, inherited by every child)
@@ -289,6 +314,8 @@ def main(argv: list[str] | None = None) -> None:
     from .prewarm import prewarm
 
     prewarm(args.device)
+    if args.device == "cuda":
+        cuda.update(cuda_fork.fork_is_clean())
     confine._libc.prctl(confine.PR_SET_DUMPABLE, 0, 0, 0, 0)
     if listener is not None:
         conn, _ = listener.accept()
@@ -317,6 +344,7 @@ def main(argv: list[str] | None = None) -> None:
         "triton": str(triton.__version__), "device": args.device,
         # Asked here, once: children inherit the answers and never start the compiler to learn them.
         "native": native.key_spec(), "cpu_model": timing.cpu_model(), "cpus": timing.granted_cpus(),
+        **({"cuda": cuda} if args.device == "cuda" else {}),
     })
     from . import shared
     from .wire import MAX_FRAME_BYTES, read

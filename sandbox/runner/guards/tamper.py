@@ -45,7 +45,8 @@ def _watched() -> dict[str, tuple[Any, str]]:
     import sys as _sys
 
     for mod_name, names in (("sandbox.runner.timing", ("time_cpu", "time_cuda", "run_null", "_perf_ns", "_cpu_ns",
-                                                        "_usage", "_cuda_sync", "_Event", "_elapsed", "_record")),
+                                                        "_usage", "_cuda_sync", "_Event", "_elapsed", "_record",
+                                                        "cuda_rep", "l2_flush_buffer")),
                             ("sandbox.runner.timed", ("emit_timing", "replay", "note_inputs", "same_bits", "touched",
                                                       "load_set", "_copy", "_clone", "_equal", "flatten_output")),
                             ("sandbox.runner.harness", ("snapshot_outputs", "sync", "_clone", "_to",
