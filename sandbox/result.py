@@ -108,6 +108,8 @@ def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: b
             out[name]["source"] = "fresh: timed in this run"
         if frame.get("loadavg"):
             out[name]["loadavg"] = frame["loadavg"]  # 1-minute load average before and after timing
+        if frame.get("host_ms"):  # CUDA: the timed and the null pass's medians per phase (a diagnosis)
+            out[name]["host_ms"] = frame["host_ms"]
         for key in ("faults", "preempted"):  # per call: page faults, involuntary context switches
             if frame.get(key):
                 out[name][f"{key}_per_call"] = statistics.median(frame[key])

@@ -29,17 +29,22 @@ def selftest_command(
     out: Annotated[Path | None, typer.Option(help="Folder of the JSON + Markdown report "
                                              "(default: <data dir>/selftest).")] = None,
     quick: Annotated[bool, typer.Option(help="A small sample of each part (a few minutes).")] = False,
+    parts: Annotated[str | None, typer.Option(help="Comma-separated parts to run (default: all): "
+                                              "solutions, redteam, engine, timing.")] = None,
 ) -> None:
     from sandbox import ProblemError
     from sandbox.judge import resolve_device
 
-    from ..selftest import run_selftest
+    from ..selftest import PARTS, run_selftest
     from ..selftest.report import write
 
     try:
         resolved = resolve_device(device)
     except ProblemError as exc:
         _error(str(exc), as_json)
+    chosen = tuple(p.strip() for p in parts.split(",") if p.strip()) if parts else PARTS
+    if not chosen or set(chosen) - set(PARTS):
+        _error(f"--parts takes some of {', '.join(PARTS)}; got {parts!r}", as_json)
     settings = get_settings()
 
     def options_for(backend: str, **overrides: Any) -> Any:
@@ -51,7 +56,7 @@ def selftest_command(
         console.print(f"[bold {COLOUR[part.verdict]}]{part.verdict.upper():4}[/] {part.name}: {part.summary} "
                       f"({part.elapsed_s:.0f} s)")
 
-    report = run_selftest(resolved, options_for, quick=quick, on_part=show)
+    report = run_selftest(resolved, options_for, quick=quick, parts=chosen, on_part=show)
     report["host"] = f"{platform.node()}, {os.cpu_count()} CPUs"
     js, md = write(report, out or settings.data_dir / "selftest")
     report["report_files"] = {"json": str(js), "markdown": str(md)}

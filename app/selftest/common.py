@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,3 +40,12 @@ def load_per_core() -> float:
 
 def failed_checks(result: Any) -> list[str]:
     return [c.name for c in result.checks if c.outcome == "fail"]
+
+
+def header(path: Path, key: str) -> str | None:
+    """A ``# key: value`` line among a fixture's or solution's first lines."""
+    pattern = re.compile(rf"^#\s*{re.escape(key)}:\s*(.+?)\s*$")
+    for line in path.read_text().splitlines()[:6]:
+        if found := pattern.match(line):
+            return found.group(1)
+    return None

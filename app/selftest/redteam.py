@@ -9,24 +9,15 @@ their ``# target:`` header.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import Any
 
-from .common import FIXTURES, OptionsFor, Part, failed_checks
+from .common import FIXTURES, OptionsFor, Part, failed_checks, header
 
 # --quick: one fixture per kind of exploit, cheap to judge.
 QUICK = ("decoy_kernel", "input_write", "hardcoded_shape", "reference_op_functional", "native_decoy",
          "native_torch_work", "control_zero_add_native", "claim_rerun_memo_native", "timed_stale_ring_native")
-
-
-def header(path: Path, key: str) -> str | None:
-    pattern = re.compile(rf"^#\s*{re.escape(key)}:\s*(.+?)\s*$")
-    for line in path.read_text().splitlines()[:6]:
-        if found := pattern.match(line):
-            return found.group(1)
-    return None
 
 
 def applies(path: Path, device: str) -> bool:

@@ -20,7 +20,7 @@ def run_selftest(device: str, options_for: OptionsFor, quick: bool = False, part
     started = time.monotonic()
     done: list[Part] = []
     runners: dict[str, Callable[[Any], Part]] = {
-        "solutions": lambda j: solutions.run(j, options_for, quick),
+        "solutions": lambda j: solutions.run(j, options_for, quick, device),
         "redteam": lambda j: redteam.run(j, options_for, device, quick),
         "engine": lambda j: engine.run(j, options_for, device, quick),
         "timing": lambda j: timing.run(j, options_for, device, quick),

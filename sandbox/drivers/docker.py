@@ -53,6 +53,10 @@ IPC = "/ipc"
 SOCKET_NAME = "runner.sock"
 LABEL = "kforge.sandbox"
 DOCKER_ERRORS = (DockerException, requests.RequestException)
+# What dockerd says when a GPU is requested and no runtime provides one (docs/gpu.md).
+NO_GPU_RUNTIME_HINT = (" -- this Docker host has no GPU runtime: install the NVIDIA Container Toolkit, run "
+                       "`nvidia-ctk runtime configure --runtime=docker` and restart dockerd, or judge with "
+                       "--sandbox process")
 
 
 def ensure_empty_image(client: docker.DockerClient, tag: str) -> None:
@@ -144,7 +148,8 @@ class DockerDriver:
             running.container.start()
         except DOCKER_ERRORS as exc:
             _remove(running)
-            raise SandboxError(f"could not start the docker sandbox from image {self.image!r}: {exc}") from exc
+            hint = NO_GPU_RUNTIME_HINT if device == "cuda" and "capabilities: [[gpu]]" in str(exc) else ""
+            raise SandboxError(f"could not start the docker sandbox from image {self.image!r}: {exc}{hint}") from exc
         container = running.container
         try:
             sock = self._connect(container, os.path.join(ipc_dir, SOCKET_NAME))

@@ -32,6 +32,9 @@ def runtime_paths() -> list[str]:
     environment's packages and our own package root."""
     paths = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, PACKAGE_ROOT)}
     paths |= {os.path.realpath(p) for p in site.getsitepackages()}
+    user_site = site.getusersitepackages()  # torch installed with ``pip install --user`` (under a hidden /root)
+    if user_site in sys.path and os.path.isdir(user_site):
+        paths.add(os.path.realpath(user_site))
     paths.add(os.path.realpath(sysconfig.get_paths()["stdlib"]))
     return sorted(paths)
 

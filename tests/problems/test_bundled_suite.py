@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from app.selftest.solutions import on_device
 from sandbox import EvalOptions, EvalResult, Judge, list_problems
 
 SUITE = Path(__file__).resolve().parents[2] / "problems"
@@ -51,7 +52,9 @@ def failed_checks(result: EvalResult) -> set[str]:
     return {c.name for c in result.checks if c.outcome == "fail"}
 
 
-CASES = [(problem, solution) for problem in problem_files() for solution in solutions_of(problem)]
+# A solution headed ``# device: cuda`` (CUDA C++) is judged on a GPU (scripts/gpu/check.sh), not here.
+CASES = [(problem, solution) for problem in problem_files() for solution in solutions_of(problem)
+         if on_device(solution, OPTIONS.device)]
 
 
 @pytest.fixture(scope="module")

@@ -251,3 +251,23 @@ def test_failed_start_leaves_nothing(client: docker.DockerClient) -> None:
         DockerDriver().start("tpu")
     assert "invalid choice" in str(info.value)  # the runner's stderr, from the container log
     assert set(_ours(client)) <= before
+
+
+def test_a_gpu_container_asks_for_the_gpus_and_keeps_every_other_limit() -> None:
+    """What a cuda runner's container is created with (``--gpus all`` through the NVIDIA
+    runtime), read without a GPU: the device request, and the CPU container's guarantees."""
+    options = DockerDriver()._options("cuda", "/tmp/ipc")
+    [request] = options["device_requests"]
+    assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
+    assert options["network_mode"] == "none" and options["read_only"] is True and options["cap_drop"] == ["ALL"]
+    assert options["ipc_mode"] == "none" and "no-new-privileges" in options["security_opt"]
+    assert "--device" in options["command"] and options["command"][options["command"].index("--device") + 1] == "cuda"
+
+
+def test_a_gpu_request_on_a_host_without_the_gpu_runtime_says_what_to_install(client: docker.DockerClient) -> None:
+    if any("nvidia" in name for name in (client.info().get("Runtimes") or {})):
+        pytest.skip("this dockerd has the NVIDIA runtime: the GPU container would start")
+    before = set(_ours(client))
+    with pytest.raises(SandboxError, match="NVIDIA Container Toolkit"):
+        DockerDriver().start("cuda")
+    assert set(_ours(client)) <= before
