@@ -83,7 +83,7 @@ def main() -> None:
             out.write(json.dumps(line) + "\n")
             out.flush()
             print(f"{'ok ' if line['ok'] else 'BAD'} {line.get('verdict', 'error'):5} {case['candidate'].name} "
-                  f"({line.get('seconds', '-')} s) {line.get('reasons', line.get('error', ''))[:1]}", flush=True)
+                  f"({line.get('seconds', '-')} s) {(line.get('reasons') or [line.get('error', '')])[:1]}", flush=True)
 
 
 if __name__ == "__main__":
