@@ -56,7 +56,7 @@ step batch_as_user "$PARALLEL_S" "${AS_USER[@]}" bash -c "cd $U/repo && $PY -m a
   --backend triton --provider offline --workers 3 --max-rounds 1 --max-wall 90 --fit-memory 1 --kb off --out $U/batch --json" &
 wait
 step batch_report 30 "$PY" -m app.cli.main batch report "$U/batch"
-step selftest_timing 90 "$PY" -m app.cli.main selftest --device cuda --quick --parts timing --json --out "$W/selftest"
+step selftest_timing 80 "$PY" -m app.cli.main selftest --device cuda --quick --parts timing --json --out "$W/selftest"
 
 cp -r "$U/batch" "$W/batch" 2>/dev/null
 tar -czf "$OUT/results.tgz" -C "$W" . && echo "packed: $(du -h "$OUT/results.tgz" | cut -f1)" | tee -a "$OUT/steps.txt"
