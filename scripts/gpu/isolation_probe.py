@@ -10,6 +10,8 @@ it fails. Each variant forks a child that confines itself as named and then fork
   isolated_job     the same, the grandchild under a uid of its own (confine_child)
   proc_read_only   the plan with /proc read-only too (the plan before 2026-12-04)
   net_only         a private network namespace alone
+  user_no_groups   no confinement, the grandchild as uid/gid 65534 without supplementary groups
+  user_dev_groups  the same, in the groups that own /dev/nvidia* (an ordinary user with GPU access)
 """
 
 from __future__ import annotations
@@ -26,10 +28,20 @@ sys.path.insert(0, os.getcwd())
 from sandbox.drivers.process import DEFAULT_HIDE, runtime_paths  # noqa: E402
 from sandbox.runner import confine  # noqa: E402
 
-VARIANTS = ("plain", "isolated", "isolated_job", "proc_read_only", "net_only")
+VARIANTS = ("plain", "isolated", "isolated_job", "proc_read_only", "net_only", "user_no_groups", "user_dev_groups")
 
 
-def cuda_kernel(own_uid: bool) -> str:
+def device_gids() -> list[int]:
+    import glob
+
+    return sorted({os.stat(p).st_gid for p in glob.glob("/dev/nvidia*")})
+
+
+def cuda_kernel(own_uid: bool, user: str = "") -> str:
+    if user:
+        os.setgroups(device_gids() if user == "user_dev_groups" else [])
+        os.setgid(65534)
+        os.setuid(65534)
     if own_uid:
         os.environ["USER"] = os.environ["LOGNAME"] = "kforge-probe"
         confine.confine_child(random.randint(1 << 20, 1 << 30), 8192, 60, 256, False)
@@ -44,7 +56,7 @@ def confine_as(variant: str) -> list[str]:
     if variant == "net_only":
         confine._check(confine._libc.unshare(confine.CLONE_NEWNET), "unshare")
         return ["net namespace"]
-    if variant == "plain":
+    if variant == "plain" or variant.startswith("user_"):
         return []
     scratch = tempfile.mkdtemp(prefix="kforge-probe-")
     os.chmod(scratch, 0o777)
@@ -78,8 +90,8 @@ def variant_run(variant: str) -> bytes:
     notes = confine_as(variant)
     import torch  # noqa: F401  (imported after the confinement, as the runner does)
 
-    found = in_child(cuda_kernel, variant == "isolated_job")
-    return json.dumps({"variant": variant, "notes": notes, "cuda": found}).encode()
+    found = in_child(cuda_kernel, variant == "isolated_job", variant if variant.startswith("user_") else "")
+    return json.dumps({"variant": variant, "notes": notes, "cuda": found, "device_gids": device_gids()}).encode()
 
 
 if __name__ == "__main__":
