@@ -285,6 +285,8 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
             if p.label in nulls:
                 extra["host_ms"]["null"] = host_medians(nulls[p.label].host)
         extra["loadavg"] = [load_before, load_after]
+        if device == "cuda":  # the outside clock's window (timing.time_cuda)
+            extra["clocked_from"] = timing.CUDA_CLOCKED_FROM
         emit({"kind": "timing", "name": p.label, "times_ms": times, "sets": len(p.sets),
               "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL, **meta, **extra})
     for p, times in zip(parties, timed):
@@ -298,7 +300,10 @@ def host_medians(host: list[tuple[int, int, int]]) -> dict[str, float]:
     repetition whole (a cost paid once shows there, not in the medians)."""
     columns = list(zip(*host))
     found = {name: round(sorted(c)[len(c) // 2] / 1e6, 4) for name, c in zip(("load", "rep", "check"), columns)}
-    found["slowest"] = round(max(sum(r) for r in host) / 1e6, 4)
+    slowest = max(range(len(host)), key=lambda i: sum(host[i]))
+    found["slowest"] = round(sum(host[slowest]) / 1e6, 4)
+    found["slowest_at"] = slowest  # which repetition, and its load / rep / check
+    found["slowest_parts"] = [round(v / 1e6, 4) for v in host[slowest]]
     return found
 
 

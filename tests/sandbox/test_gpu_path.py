@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.drivers.base import RunnerSession
+from sandbox.drivers.base import JobOutcome, RunnerSession
 from sandbox.drivers.process import ProcessDriver, runtime_paths
 from sandbox.runner import confine, timing
 
@@ -197,3 +197,38 @@ def test_cuda_warm_up_pays_the_repetitions_first_use_costs_before_the_clock(monk
     before = rec.calls[:rec.calls.index("start")]
     rep = ["event", "event", "flush", "sync", "record", "warm", "sync", "record", "sync", "elapsed"]
     assert before[:len(rep) * 2] == rep * 2, before
+
+
+def cuda_outcome(times_ms: list[float], first_rep_ms: float, per_call_ms: float, null_ms: float,
+                 clocked_from: int) -> JobOutcome:
+    """A CUDA timed pass whose first repetition pays a one-time cost, stamped as the runner
+    stamps it: the loop's clock starts after ``clocked_from`` repetitions."""
+    from sandbox.verdict.checks import NULL_PASS_REPS
+
+    reps = len(times_ms)
+    start = first_rep_ms / 1000 if clocked_from else 0.0
+    loop_end = first_rep_ms / 1000 + (reps - 1) * (per_call_ms + null_ms) / 1000
+    null_end = loop_end + null_ms * min(reps, NULL_PASS_REPS) / 1000
+    stamps = {"loop_start": start, "loop_end": loop_end, "null_start": loop_end, "null_end": null_end}
+    frames: list[dict] = [{"kind": "phase", "name": f"candidate:{p}", "_t": t} for p, t in stamps.items()]
+    frames.append({"kind": "timing", "name": "candidate", "times_ms": times_ms, "clocked_from": clocked_from})
+    return JobOutcome(frames=frames)
+
+
+def test_cuda_outside_clock_leaves_out_the_first_repetitions_one_time_cost() -> None:
+    """Layer 4 as the selftest met it on an H200: 0.12 ms calls, one repetition 37 ms longer
+    (CUDA's lazy first-use costs), 10 calls: 3.6 ms a call by the outside clock."""
+    from sandbox.verdict.checks import corroboration_check
+
+    times = [0.12] * 10
+    before = corroboration_check(cuda_outcome(times, 37.5, 0.12, 0.5, clocked_from=0), "candidate", "cuda")
+    assert before.outcome == "fail", before.detail
+    after = corroboration_check(cuda_outcome(times, 37.5, 0.12, 0.5, clocked_from=1), "candidate", "cuda")
+    assert after.outcome == "pass" and "same 9 calls" in after.detail, after.detail
+    # a kernel that reports a tenth of what it takes still fails, from the second repetition on
+    cheat = corroboration_check(cuda_outcome([0.1] * 50, 0.6, 5.0, 0.5, clocked_from=1), "candidate", "cuda")
+    assert cheat.outcome == "fail", cheat.detail
+    # the frame comes from the candidate's process: a larger number still leaves out one repetition
+    forged = cuda_outcome([0.1] * 50, 0.6, 5.0, 0.5, clocked_from=1)
+    forged.frames[-1]["clocked_from"] = 40
+    assert corroboration_check(forged, "candidate", "cuda").outcome == "fail"
