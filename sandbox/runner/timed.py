@@ -222,7 +222,8 @@ class Party:
         self.emit = emit
         return timing.Loop(len(self.sets), self.prepare, self.check, self.warm,
                            start=lambda: emit({"kind": "phase", "name": f"{self.label}:loop_start"}),
-                           warmed=lambda: emit({"kind": "phase", "name": f"{self.label}:warm_end"}))
+                           warmed=lambda: emit({"kind": "phase", "name": f"{self.label}:warm_end"}),
+                           mark=lambda what: emit({"kind": "phase", "name": f"{self.label}:{what}"}))
 
 
 def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
@@ -265,7 +266,7 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
                 reps = min(len(times), int(job.get("null_reps") or len(times)))
                 if device == "cuda":  # the null checks copy a device output to the host, as the timed ones do
                     p.null_source = [v.to("cuda") if isinstance(v, _Tensor) else v for v in p.watch.outputs[-1]]
-                nulls[p.label] = timing.Loop(reps, p.prepare, p.null_check)
+                nulls[p.label] = timing.Loop(reps, p.prepare, p.null_check, mark=null_marks(emit, p.label))
                 emit({"kind": "phase", "name": f"{p.label}:null_start"})
                 timing.run_null(nulls[p.label], reps, device, flush)
                 emit({"kind": "phase", "name": f"{p.label}:null_end"})
@@ -293,6 +294,11 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
         if p.watch is not None:
             replay(p.model, p.sets[:len(times)], p.watch, p.buffers, p.prepare, p.sync)
     return timed
+
+
+def null_marks(emit: Emit, label: str) -> Callable[[str], None]:
+    """The null pass's repetition marks (``timing.cuda_rep``), named apart from the timed pass's."""
+    return lambda what: emit({"kind": "phase", "name": f"{label}:null_{what}"})
 
 
 def host_medians(host: list[tuple[int, int, int]]) -> dict[str, float]:

@@ -208,13 +208,14 @@ class Loop:
 
     def __init__(self, sets: int, before: Hook = None, after: Hook = None,
                  warm: Callable[[], object] | None = None, start: Callable[[], object] | None = None,
-                 warmed: Callable[[], object] | None = None) -> None:
+                 warmed: Callable[[], object] | None = None, mark: Callable[[str], object] | None = None) -> None:
         self.sets = sets
         self.before = before
         self.after = after
         self.warm = warm
         self.start = start
         self.warmed = warmed
+        self.mark = mark  # CUDA: marks each repetition's window for the outside clock (``cuda_rep``)
         self.cpu_ns = 0  # CPU time of every thread of the process over the timed pass
         self.wall_ns = 0
         # Per timed call: page faults (minor + major) and involuntary context switches,
@@ -331,21 +332,27 @@ def l2_flush_buffer() -> torch.Tensor:
     return _l2_flush[0]
 
 
-def cuda_rep(fn: Hook, i: int, flush: torch.Tensor) -> float:
+def cuda_rep(fn: Hook, i: int, flush: torch.Tensor, mark: Callable[[str], object] | None = None) -> float:
     """One CUDA repetition: the L2 flushed, events around ``fn(i)`` with a device-wide sync
-    before the end event. The null pass runs it with ``fn`` None, so the outside clock's
-    two passes differ by the calls alone: flush, syncs and events are in both (on an H200
-    they were in the timed pass only, and the outside clock saw 8 to 27 times the reported
-    time of honest kernels)."""
+    before the end event. With ``mark``, "rep_start" and "rep_end" are marked just outside
+    the events (the runner's clock stamps them): the outside clock's window is the events'
+    own, not the pass around them, whose loads and checks cost more than many a kernel (a
+    470 MB output's copy to the host: 40-85 ms a repetition on an H200, 2026-12-04, where
+    the kernel took 0.45 ms). The null pass runs it with ``fn`` None and its own marks:
+    flush, syncs, events and marks are in both, the calls only in the timed one."""
     start, end = _Event(enable_timing=True), _Event(enable_timing=True)
     flush.zero_()
     _cuda_sync()
+    if mark is not None:
+        mark("rep_start")
     _record(start)
     if fn is not None:
         fn(i)
     _cuda_sync()  # every stream, not only the current one
     _record(end)
     _cuda_sync()
+    if mark is not None:
+        mark("rep_end")
     return float(_elapsed(start, end))
 
 
@@ -379,7 +386,7 @@ def time_cuda(fn: Callable[[int], object], loop: Loop, budget_s: float, warmup: 
         if loop.before is not None:
             loop.before(i)
         t1 = _perf_ns()
-        times.append(cuda_rep(fn, i, flush))
+        times.append(cuda_rep(fn, i, flush, loop.mark if i >= CUDA_CLOCKED_FROM else None))
         t2 = _perf_ns()
         if loop.after is not None:
             loop.after(i)
@@ -403,7 +410,7 @@ def run_null(loop: Loop, reps: int, device: str, flush: Callable[[], object] | N
             loop.before(i)
         t1 = _perf_ns()
         if cuda_flush is not None:
-            cuda_rep(None, i, cuda_flush)
+            cuda_rep(None, i, cuda_flush, loop.mark)
         elif flush is not None:
             flush()
         t2 = _perf_ns()

@@ -392,7 +392,8 @@ def corroboration_check(outcome: JobOutcome, label: str, device: str = "cuda", e
     Enforced on CUDA and, with ``enforce``, for native kernels on the CPU
     (whose speedups are reported). For Triton's interpreter on the CPU it is
     reported only: no speedup is reported there, and patched clocks are still
-    caught by no_tampering."""
+    caught by no_tampering. On CUDA the runner's clock reads each repetition's own
+    window (``repetition_windows``), elsewhere the whole pass."""
     timing = next((f for f in outcome.of_kind("timing") if f.get("name") == label), None)
     stamps = [outcome.stamp(f"{label}:{p}") for p in ("loop_start", "loop_end", "null_start", "null_end")]
     if timing is None or any(s is None for s in stamps) or not timing.get("times_ms"):
@@ -404,11 +405,16 @@ def corroboration_check(outcome: JobOutcome, label: str, device: str = "cuda", e
     skip = 1 if device == "cuda" and timing.get("clocked_from") and len(timing["times_ms"]) > 1 else 0
     clocked = timing["times_ms"][skip:]
     reps = len(clocked)
-    # Timed by turns: the runner held the job stopped between its sets (its own record).
-    # The null pass ran at most NULL_PASS_REPS sets (what the judge asked for).
-    null_ms = max(0.0, (n1 - n0 - outcome.paused_within(n0, n1)) * 1000
-                  / min(len(timing["times_ms"]), NULL_PASS_REPS))
-    outside_ms = max(0.0, (l1 - l0 - outcome.paused_within(l0, l1)) * 1000 / reps - null_ms)
+    null_reps = min(len(timing["times_ms"]), NULL_PASS_REPS)  # what the judge asked the null pass for
+    if device == "cuda":
+        windows = repetition_windows(outcome, label, (l0, l1, n0, n1), reps, null_reps)
+        if isinstance(windows, str):
+            return Check("timer_corroborated", FAIL, windows)
+        null_ms, outside_ms = windows
+    else:
+        # Timed by turns: the runner held the job stopped between its sets (its own record).
+        null_ms = max(0.0, (n1 - n0 - outcome.paused_within(n0, n1)) * 1000 / null_reps)
+        outside_ms = max(0.0, (l1 - l0 - outcome.paused_within(l0, l1)) * 1000 / reps - null_ms)
     reported = statistics.median(clocked)
     mean = statistics.fmean(clocked)
     if device != "cuda" and not enforce:
@@ -421,3 +427,27 @@ def corroboration_check(outcome: JobOutcome, label: str, device: str = "cuda", e
                      f"the runner's clock saw {outside_ms:.4f} ms over the same {reps} calls")
     return Check("timer_corroborated", PASS,
                  f"reported mean {mean:.4f} ms, outside clock {outside_ms:.4f} ms over the same {reps} calls")
+
+
+def repetition_windows(outcome: JobOutcome, label: str, bounds: tuple[float, float, float, float], reps: int,
+                       null_reps: int) -> tuple[float, float] | str:
+    """CUDA: (the null pass's mean window, the calls' mean window less it), in ms, from the
+    runner's stamps of each repetition's marks (runner/timing.cuda_rep), or why they cannot
+    be trusted. Marks come from the candidate's process: exactly one start and one end per
+    clocked repetition, in turn, inside their pass, or the clock is not corroborated."""
+    l0, l1, n0, n1 = bounds
+    found = []
+    for prefix, count, lo, hi in (("", reps, l0, l1), ("null_", null_reps, n0, n1)):
+        names = {f"{label}:{prefix}rep_start": 0, f"{label}:{prefix}rep_end": 1}
+        # in the order the frames came (two frames read at once share a stamp)
+        marks = [(names[f["name"]], f.get("_t")) for f in outcome.frames
+                 if f.get("kind") == "phase" and f.get("name") in names]
+        starts, ends = [t for k, t in marks if k == 0], [t for k, t in marks if k == 1]
+        sound = (len(starts) == len(ends) == count and all(k == i % 2 for i, (k, _) in enumerate(marks))
+                 and all(isinstance(t, float) and lo <= t <= hi for _, t in marks))
+        if not sound:
+            return (f"the {prefix or 'timed '}pass's repetition marks do not add up: {len(starts)} starts and "
+                    f"{len(ends)} ends for {count} repetitions, or out of turn, or outside the pass")
+        found.append(statistics.fmean(e - s for s, e in zip(starts, ends)) * 1000 if count else 0.0)
+    timed_ms, null_ms = found
+    return null_ms, max(0.0, timed_ms - null_ms)

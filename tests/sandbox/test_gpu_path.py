@@ -199,36 +199,90 @@ def test_cuda_warm_up_pays_the_repetitions_first_use_costs_before_the_clock(monk
     assert before[:len(rep) * 2] == rep * 2, before
 
 
-def cuda_outcome(times_ms: list[float], first_rep_ms: float, per_call_ms: float, null_ms: float,
-                 clocked_from: int) -> JobOutcome:
-    """A CUDA timed pass whose first repetition pays a one-time cost, stamped as the runner
-    stamps it: the loop's clock starts after ``clocked_from`` repetitions."""
+def cuda_outcome(times_ms: list[float], window_ms: float, timed_gap_ms: float, null_gap_ms: float,
+                 overhead_ms: float = 0.05, first_rep_ms: float = 40.0) -> JobOutcome:
+    """A CUDA timed pass as the runner stamps it: the first repetition (a one-time cost) before
+    the clock, then for each repetition a window of ``window_ms`` (the call) plus
+    ``overhead_ms`` (flush, syncs, events, marks) between its marks, and ``timed_gap_ms`` of
+    load and checks between windows; the null pass alike with no call and ``null_gap_ms``."""
     from sandbox.verdict.checks import NULL_PASS_REPS
 
-    reps = len(times_ms)
-    start = first_rep_ms / 1000 if clocked_from else 0.0
-    loop_end = first_rep_ms / 1000 + (reps - 1) * (per_call_ms + null_ms) / 1000
-    null_end = loop_end + null_ms * min(reps, NULL_PASS_REPS) / 1000
-    stamps = {"loop_start": start, "loop_end": loop_end, "null_start": loop_end, "null_end": null_end}
-    frames: list[dict] = [{"kind": "phase", "name": f"candidate:{p}", "_t": t} for p, t in stamps.items()]
-    frames.append({"kind": "timing", "name": "candidate", "times_ms": times_ms, "clocked_from": clocked_from})
+    frames: list[dict] = []
+    t = first_rep_ms / 1000
+
+    def phase(name: str) -> None:
+        frames.append({"kind": "phase", "name": f"candidate:{name}", "_t": t})
+
+    phase("loop_start")
+    for _ in times_ms[1:]:
+        t += timed_gap_ms / 1000
+        phase("rep_start")
+        t += (window_ms + overhead_ms) / 1000
+        phase("rep_end")
+    phase("loop_end")
+    phase("null_start")
+    for _ in range(min(len(times_ms), NULL_PASS_REPS)):
+        t += null_gap_ms / 1000
+        phase("null_rep_start")
+        t += overhead_ms / 1000
+        phase("null_rep_end")
+    phase("null_end")
+    frames.append({"kind": "timing", "name": "candidate", "times_ms": times_ms, "clocked_from": 1})
     return JobOutcome(frames=frames)
 
 
-def test_cuda_outside_clock_leaves_out_the_first_repetitions_one_time_cost() -> None:
-    """Layer 4 as the selftest met it on an H200: 0.12 ms calls, one repetition 37 ms longer
-    (CUDA's lazy first-use costs), 10 calls: 3.6 ms a call by the outside clock."""
+def test_cuda_outside_clock_reads_each_repetitions_own_window() -> None:
+    """Layer 4 as an H200 showed it: a 0.45 ms kernel whose 470 MB output's checks took 85 ms
+    a repetition in the timed pass and 38 ms in the null pass (2 repetitions); and the
+    selftest's 0.12 ms kernel whose first repetition paid 37 ms once (10 repetitions).
+    The outside clock reads each repetition's window, after the first: both pass."""
     from sandbox.verdict.checks import corroboration_check
 
-    times = [0.12] * 10
-    before = corroboration_check(cuda_outcome(times, 37.5, 0.12, 0.5, clocked_from=0), "candidate", "cuda")
-    assert before.outcome == "fail", before.detail
-    after = corroboration_check(cuda_outcome(times, 37.5, 0.12, 0.5, clocked_from=1), "candidate", "cuda")
-    assert after.outcome == "pass" and "same 9 calls" in after.detail, after.detail
-    # a kernel that reports a tenth of what it takes still fails, from the second repetition on
-    cheat = corroboration_check(cuda_outcome([0.1] * 50, 0.6, 5.0, 0.5, clocked_from=1), "candidate", "cuda")
-    assert cheat.outcome == "fail", cheat.detail
-    # the frame comes from the candidate's process: a larger number still leaves out one repetition
-    forged = cuda_outcome([0.1] * 50, 0.6, 5.0, 0.5, clocked_from=1)
-    forged.frames[-1]["clocked_from"] = 40
-    assert corroboration_check(forged, "candidate", "cuda").outcome == "fail"
+    big = corroboration_check(cuda_outcome([0.45, 0.45, 0.45], 0.45, 85.0, 38.0), "candidate", "cuda")
+    assert big.outcome == "pass", big.detail
+    small = corroboration_check(cuda_outcome([0.12] * 10, 0.12, 0.4, 0.3), "candidate", "cuda")
+    assert small.outcome == "pass" and "same 9 calls" in small.detail, small.detail
+
+
+def test_cuda_outside_clock_still_catches_a_low_report() -> None:
+    from sandbox.verdict.checks import corroboration_check
+
+    cheat = corroboration_check(cuda_outcome([0.1] * 50, 5.0, 0.5, 0.5), "candidate", "cuda")
+    assert cheat.outcome == "fail" and "same 49 calls" in cheat.detail, cheat.detail
+
+
+def test_cuda_repetition_marks_a_candidate_adds_or_drops_fail_the_clock() -> None:
+    """The marks come from the candidate's process, which may write frames: a pair added
+    (a short window to pull the mean down), a mark dropped, or marks out of turn."""
+    from sandbox.verdict.checks import corroboration_check
+
+    added = cuda_outcome([0.1] * 20, 5.0, 0.5, 0.5)
+    at = next(i for i, f in enumerate(added.frames) if f["name"] == "candidate:loop_end")
+    t = added.frames[at - 1]["_t"]
+    added.frames[at:at] = [{"kind": "phase", "name": f"candidate:{n}", "_t": t} for n in ("rep_start", "rep_end")]
+    dropped = cuda_outcome([0.1] * 20, 5.0, 0.5, 0.5)
+    dropped.frames.remove(next(f for f in dropped.frames if f["name"] == "candidate:rep_end"))
+    swapped = cuda_outcome([0.1] * 20, 5.0, 0.5, 0.5)
+    i = next(i for i, f in enumerate(swapped.frames) if f["name"] == "candidate:rep_start")
+    swapped.frames[i]["name"], swapped.frames[i + 1]["name"] = "candidate:rep_end", "candidate:rep_start"
+    for outcome in (added, dropped, swapped):
+        check = corroboration_check(outcome, "candidate", "cuda")
+        assert check.outcome == "fail" and "marks do not add up" in check.detail, check.detail
+
+
+def test_cuda_repetitions_mark_their_windows_just_outside_the_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    rec = Recorder()
+    for name, fake in (("_Event", rec.event), ("_record", rec.record), ("_cuda_sync", rec.sync),
+                       ("_elapsed", rec.elapsed), ("l2_flush_buffer", lambda: rec)):
+        monkeypatch.setattr(timing, name, fake)
+    mark = rec.calls.append
+    loop = timing.Loop(3, mark=mark, start=lambda: rec.calls.append("start"))
+    timing.time_cuda(lambda i: rec.calls.append("call"), loop, budget_s=10.0, warmup=0)
+    clocked = rec.calls[rec.calls.index("start"):]
+    one = ["event", "event", "flush", "sync", "rep_start", "record", "call", "sync", "record", "sync", "rep_end",
+           "elapsed"]
+    assert rec.calls[:rec.calls.index("start")].count("rep_start") == 0  # the first repetition is not clocked
+    assert clocked == ["start"] + one * 2, clocked
+    rec.calls.clear()
+    timing.run_null(timing.Loop(2, mark=mark), 2, "cuda")
+    assert rec.calls == [c for c in one if c != "call"] * 2, rec.calls
