@@ -154,10 +154,31 @@ def confine_child(uid: int, memory_mb: int, cpu_seconds: int, max_procs: int, li
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-    # RLIMIT_NPROC counts the processes of the real uid; the uid is ours alone.
-    resource.setrlimit(resource.RLIMIT_NPROC, (max_procs, max_procs))
+    # RLIMIT_NPROC counts every process and thread of the real uid. A uid of its own starts
+    # with this one process; a uid shared with the runner and the judge (a runner that is not
+    # root, or a container's single user) already has theirs: the budget is on top of those,
+    # or a job of a batch run as an ordinary user on an H200 could not start the CUDA driver's
+    # threads ("cudaGetDeviceCount ... OS call failed", 2026-12-04).
+    limit = tasks_of_uid(os.getuid()) + max_procs
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+
+
+def tasks_of_uid(uid: int) -> int:
+    """Processes and threads whose real uid is ``uid`` (what RLIMIT_NPROC counts)."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if line.startswith(("Uid:", "Threads:")))
+            if int(fields["Uid"].split()[0]) == uid:
+                total += int(fields["Threads"])
+        except (OSError, KeyError, ValueError, IndexError):
+            continue
+    return total
 
 
 def owners() -> dict[int, int]:

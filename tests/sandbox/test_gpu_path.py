@@ -286,3 +286,42 @@ def test_cuda_repetitions_mark_their_windows_just_outside_the_events(monkeypatch
     rec.calls.clear()
     timing.run_null(timing.Loop(2, mark=mark), 2, "cuda")
     assert rec.calls == [c for c in one if c != "call"] * 2, rec.calls
+
+
+@ROOT
+def test_a_job_sharing_its_uid_keeps_its_process_budget_on_top_of_what_the_uid_runs() -> None:
+    """A runner that is not root forks jobs under its own uid, which the judge, the runner
+    and their threads share: an H200 batch run as an ordinary user (3 workers) had every
+    reference job fail to start the CUDA driver's threads under RLIMIT_NPROC. Here: a uid
+    already running 80 threads, then a job's confinement with a budget of 16."""
+    import threading
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            uid = 61000 + os.getpid() % 1000
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)  # as an ordinary user: no privilege past RLIMIT_NPROC
+            stop = threading.Event()
+            crowd = [threading.Thread(target=stop.wait) for _ in range(80)]
+            for t in crowd:
+                t.start()
+            confine.confine_child(uid, 1024, 60, 16, False)
+            try:
+                extra = [threading.Thread(target=stop.wait) for _ in range(8)]
+                for t in extra:
+                    t.start()
+                found = "started"
+            except RuntimeError as exc:
+                found = str(exc)
+            stop.set()
+            os.write(w, found.encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        found = f.read()
+    os.waitpid(pid, 0)
+    assert found == "started", found
