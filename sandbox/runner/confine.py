@@ -137,8 +137,10 @@ def isolate_runner(scratch_root: str, hide: list[str], keep: list[str]) -> list[
     return notes
 
 
-def confine_child(uid: int, memory_mb: int, cpu_seconds: int, max_procs: int, limit_address_space: bool) -> None:
-    """Limits for one forked child; after this it cannot regain privileges."""
+def confine_child(uid: int, memory_mb: int, cpu_seconds: int, max_procs: int, limit_address_space: bool,
+                  own_uid: bool = False) -> None:
+    """Limits for one forked child; after this it cannot regain privileges. ``own_uid``: the
+    uid is this child's alone (nothing else runs under it yet)."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30))
@@ -159,7 +161,7 @@ def confine_child(uid: int, memory_mb: int, cpu_seconds: int, max_procs: int, li
     # root, or a container's single user) already has theirs: the budget is on top of those,
     # or a job of a batch run as an ordinary user on an H200 could not start the CUDA driver's
     # threads ("cudaGetDeviceCount ... OS call failed", 2026-12-04).
-    limit = tasks_of_uid(os.getuid()) + max_procs
+    limit = max_procs + (1 if own_uid else tasks_of_uid(os.getuid()))
     resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)

@@ -223,7 +223,7 @@ class Runner:
             os.chdir(os.path.join(scratch, "cwd"))
             confine.confine_child(
                 uid, msg["memory_mb"], int(msg["timeout"]) + 5, msg["max_procs"],
-                limit_address_space=job["device"] == "cpu",
+                limit_address_space=job["device"] == "cpu", own_uid=unique,
             )
             from . import child
             from .wire import write_fd as emit_to
