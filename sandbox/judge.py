@@ -616,6 +616,7 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
     timed = any(s["tag"] == "timing" for s in plan)
     if timed and cand.finished:
         found.append(C.post_timing_check(plan, ref_trials, post, options.tolerance))
+        found.append(C.fresh_outputs_check(post))
         found.append(C.corroboration_check(cand, "candidate", device, enforce=native_cpu))
         cand_timing = next((f for f in cand.of_kind("timing") if f.get("name") == "candidate"), None)
         base = next((f for f in ref.of_kind("timing") if f.get("name") == "baseline_eager"), None)

@@ -401,6 +401,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
                           lambda: sync(device), watch, turn, seeds)
         emit({"kind": "post_timing", "outputs": watch.outputs, "structures": watch.structures, "spans": watch.spans,
               "provenance_reps": watch.provenance, "inputs_changed": watch.inputs_changed,
+              "retained": watch.retained,
               "replayed": watch.replayed, "replay_outputs": watch.replay_outputs,
               "replay_structures": watch.replay_structures,
               "tamper": guard.changed() + list(dict.fromkeys(evasion.events)), "launches": launches.count,

@@ -23,11 +23,13 @@ the reported times.
 
 from __future__ import annotations
 
+import gc
 import random
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from . import timing
 
@@ -35,6 +37,7 @@ Emit = Callable[[dict[str, Any]], None]
 
 _copy = torch.Tensor.copy_
 _clone = torch.Tensor.clone
+_collect = gc.collect
 _equal = torch.equal
 _Tensor = torch.Tensor
 _manual_seed = torch.manual_seed
@@ -59,6 +62,13 @@ REPLAYED_SETS = 3
 # memory-bound kernel's own time) -- for whichever party happened to hold, and
 # not for the other. A model run in a loop reuses its freed output; so does the
 # timed pass.
+# FRESH: each timed call's output must be memory no earlier call returned and that nothing
+# in the candidate's process holds once the judge lets it go: an output kept (a ring, a
+# stock made in the warm-up, a pool it is given back to, a view or a storage object kept)
+# and returned again skips the allocation and page faults every baseline pays, and in a
+# user's program overwrites the result of the call before. After the pass, weak handles on
+# every timed output's storage say whether something still holds one (its inputs' and the
+# model's own storages excepted: an output that is a view of them is judged elsewhere).
 # STORE: the copies of the candidate's timed outputs (kept for the judge) go
 # into tensors allocated and touched before the pass, one per set and a spare
 # that the null pass copies into: fresh clones would fault their pages in the
@@ -139,6 +149,9 @@ class Watch:
         self.structures: list[str] = []
         self.provenance: list[dict[str, Any]] = []
         self.inputs_changed: list[int] = []
+        # timed calls whose output's memory something in the candidate's process still held
+        # after the judge let it go (``Party.check``; FRESH)
+        self.retained: list[int] = []
         self.replayed: list[int] = []
         self.replay_outputs: list[list[Any]] = []
         self.replay_structures: list[str] = []
@@ -164,6 +177,11 @@ class Party:
         self.emit: Emit | None = None  # set by ``loop``: the warm-up's phases
         self.warming = False
         self.null_source: list[Any] | None = None  # on CUDA, the last output back on the device (null pass)
+        # FRESH: the storages a call may legitimately return (its inputs', the model's state),
+        # and a weak handle on every other output storage of a timed call
+        state = [*model.parameters(), *model.buffers()] if isinstance(model, torch.nn.Module) else []
+        self.known = {v.untyped_storage()._cdata for v in [*self.buffers, *state] if isinstance(v, _Tensor)}
+        self.handed: list[tuple[int, StorageWeakRef]] = []
 
     def load(self, values: list[Any]) -> None:
         for buf, src in zip(self.buffers, values):
@@ -190,7 +208,17 @@ class Party:
             if watch.layout is not None:
                 watch.spans.append(watch.layout(self.last[0]))
             note_inputs(watch, i, self.buffers, self.sets[i])
+            self.handed += [(i, w) for w in weak_outputs(self.last[0], self.known)]
         self.release()
+
+    def retained(self) -> list[int]:
+        """The timed calls whose output's memory is still held by something, now that the
+        judge has let every one go (FRESH). Asked once after the pass: a cycle of garbage
+        is collected first, so only a live reference keeps an output."""
+        _collect()
+        found = sorted({i for i, w in self.handed if not w.expired()})
+        self.handed = []
+        return found
 
     def release(self) -> None:
         # Every timed party lets its output go before its next call (``RELEASE``).
@@ -260,6 +288,9 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
                                             warmup, turn)
         for p, times in zip(parties, timed):
             emit({"kind": "phase", "name": f"{p.label}:loop_end", "reps": len(times)})
+        for p in parties:
+            if p.watch is not None:
+                p.watch.retained = p.retained()
         nulls: dict[str, timing.Loop] = {}
         for p, times in zip(parties, timed):
             if p.watch is not None:
@@ -294,6 +325,12 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
         if p.watch is not None:
             replay(p.model, p.sets[:len(times)], p.watch, p.buffers, p.prepare, p.sync)
     return timed
+
+
+def weak_outputs(out: Any, known: set[int]) -> list[StorageWeakRef]:
+    """Weak handles on the storages of ``out``'s tensors, but those in ``known``."""
+    return [StorageWeakRef(v.untyped_storage()) for v in flatten_output(out)[1]
+            if isinstance(v, _Tensor) and v.untyped_storage()._cdata not in known]
 
 
 def null_marks(emit: Emit, label: str) -> Callable[[str], None]:

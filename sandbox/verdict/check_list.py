@@ -26,6 +26,7 @@ CHECKS = (
     CheckSpec("perturbed_sizes", numeric=True, feedback=6),
     CheckSpec("output_format", numeric=True, feedback=4),
     CheckSpec("output_layout", feedback=4),
+    CheckSpec("fresh_outputs", feedback=4),
     CheckSpec("finite", numeric=True, feedback=7),
     CheckSpec("inputs_unchanged", numeric=True, feedback=8),
     CheckSpec("deterministic", numeric=True),

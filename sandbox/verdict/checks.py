@@ -216,6 +216,24 @@ def amend(check: Check, problem: str | None) -> Check:
     return Check(check.name, FAIL, f"{check.detail}; {problem}" if check.outcome == FAIL else problem)
 
 
+def fresh_outputs_check(post: dict[str, Any] | None) -> Check:
+    """fresh_outputs: each timed call returned memory that nothing in the candidate's process
+    held once the judge let it go (runner/timed.py, FRESH). Attack: an output kept -- a ring,
+    a stock faulted in during the warm-up, a pool it is given back to, a view or a storage
+    object -- and returned again, which skips the allocation every baseline pays and, in a
+    user's program, overwrites the result the caller got from the call before. Assumes the
+    judge's own references are all gone by then (it keeps copies, never the outputs)."""
+    if post is None or "retained" not in post:
+        return Check("fresh_outputs", SKIPPED, "no timed pass")
+    kept = post.get("retained") or []
+    if kept:
+        return Check("fresh_outputs", FAIL,
+                     f"timed calls {', '.join(map(str, kept[:8]))}{' ...' if len(kept) > 8 else ''}: the output's "
+                     f"memory was still held in the candidate's process after the judge let it go (kept across "
+                     f"calls, to be returned again): each call must return memory of its own")
+    return Check("fresh_outputs", PASS, "every timed call's output was let go with the judge's reference")
+
+
 def timed_inputs_check(check: Check, post: dict[str, Any] | None) -> Check:
     """``inputs_unchanged`` over the timed calls too (compared after each one)."""
     changed = (post or {}).get("inputs_changed") or []
