@@ -318,7 +318,7 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
                 extra["host_ms"]["null"] = host_medians(nulls[p.label].host)
         extra["loadavg"] = [load_before, load_after]
         if device == "cuda":  # the outside clock's window (timing.time_cuda)
-            extra["clocked_from"] = timing.CUDA_CLOCKED_FROM
+            extra["clocked_from"] = loop.clocked_from
         emit({"kind": "timing", "name": p.label, "times_ms": times, "sets": len(p.sets),
               "label": timing.CUDA_LABEL if device == "cuda" else timing.CPU_LABEL, **meta, **extra})
     for p, times in zip(parties, timed):

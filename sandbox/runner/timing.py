@@ -225,6 +225,7 @@ class Loop:
         # Per repetition on CUDA, by this process's clock (a diagnosis, never a verdict): ns
         # spent loading the set, in the repetition (flush, events, call, syncs), checking it.
         self.host: list[tuple[int, int, int]] = []
+        self.clocked_from = 0  # CUDA: the first repetition the outside clock reads (``time_cuda``)
 
 
 def agrees(fresh_ms: list[float], cached_ms: list[float], share: float = 0.1) -> bool:
@@ -381,17 +382,20 @@ def time_cuda(fn: Callable[[int], object], loop: Loop, budget_s: float, warmup: 
         loop.warmed()
     times: list[float] = []
     deadline = _perf_ns() + int(budget_s * 1e9)
+    loop.clocked_from = min(CUDA_CLOCKED_FROM, max(loop.sets - 1, 0))  # a single set is clocked itself
+    if loop.clocked_from == 0 and loop.start is not None:
+        loop.start()
     for i in range(loop.sets):
         t0 = _perf_ns()
         if loop.before is not None:
             loop.before(i)
         t1 = _perf_ns()
-        times.append(cuda_rep(fn, i, flush, loop.mark if i >= CUDA_CLOCKED_FROM else None))
+        times.append(cuda_rep(fn, i, flush, loop.mark if i >= loop.clocked_from else None))
         t2 = _perf_ns()
         if loop.after is not None:
             loop.after(i)
         loop.host.append((t1 - t0, t2 - t1, _perf_ns() - t2))
-        if i == 0 and loop.start is not None:
+        if i + 1 == loop.clocked_from and loop.start is not None:
             loop.start()  # the outside clock from the second repetition on (CUDA_CLOCKED_FROM)
         if _perf_ns() > deadline and len(times) >= 10:
             break

@@ -325,3 +325,13 @@ def test_a_job_sharing_its_uid_keeps_its_process_budget_on_top_of_what_the_uid_r
         found = f.read()
     os.waitpid(pid, 0)
     assert found == "started", found
+
+
+def test_a_single_cuda_repetition_is_clocked_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    rec = Recorder()
+    for name, fake in (("_Event", rec.event), ("_record", rec.record), ("_cuda_sync", rec.sync),
+                       ("_elapsed", rec.elapsed), ("l2_flush_buffer", lambda: rec)):
+        monkeypatch.setattr(timing, name, fake)
+    loop = timing.Loop(1, mark=rec.calls.append, start=lambda: rec.calls.append("start"))
+    timing.time_cuda(lambda i: rec.calls.append("call"), loop, budget_s=10.0, warmup=0)
+    assert loop.clocked_from == 0 and rec.calls[:2] == ["sync", "start"] and rec.calls.count("rep_start") == 1, rec.calls
