@@ -251,7 +251,7 @@ class Party:
         return timing.Loop(len(self.sets), self.prepare, self.check, self.warm,
                            start=lambda: emit({"kind": "phase", "name": f"{self.label}:loop_start"}),
                            warmed=lambda: emit({"kind": "phase", "name": f"{self.label}:warm_end"}),
-                           mark=lambda what: emit({"kind": "phase", "name": f"{self.label}:{what}"}))
+                           mark=marks(emit, self.label))
 
 
 def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
@@ -297,7 +297,7 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
                 reps = min(len(times), int(job.get("null_reps") or len(times)))
                 if device == "cuda":  # the null checks copy a device output to the host, as the timed ones do
                     p.null_source = [v.to("cuda") if isinstance(v, _Tensor) else v for v in p.watch.outputs[-1]]
-                nulls[p.label] = timing.Loop(reps, p.prepare, p.null_check, mark=null_marks(emit, p.label))
+                nulls[p.label] = timing.Loop(reps, p.prepare, p.null_check, mark=marks(emit, p.label, "null_"))
                 emit({"kind": "phase", "name": f"{p.label}:null_start"})
                 timing.run_null(nulls[p.label], reps, device, flush)
                 emit({"kind": "phase", "name": f"{p.label}:null_end"})
@@ -333,9 +333,10 @@ def weak_outputs(out: Any, known: set[int]) -> list[StorageWeakRef]:
             if isinstance(v, _Tensor) and v.untyped_storage()._cdata not in known]
 
 
-def null_marks(emit: Emit, label: str) -> Callable[[str], None]:
-    """The null pass's repetition marks (``timing.cuda_rep``), named apart from the timed pass's."""
-    return lambda what: emit({"kind": "phase", "name": f"{label}:null_{what}"})
+def marks(emit: Emit, label: str, prefix: str = "") -> Callable[[str], None]:
+    """A pass's repetition marks (``timing.cuda_rep``) as phase frames; the null pass's
+    named apart (``prefix``)."""
+    return lambda what: emit({"kind": "phase", "name": f"{label}:{prefix}{what}"})
 
 
 def host_medians(host: list[tuple[int, int, int]]) -> dict[str, float]:
