@@ -16,6 +16,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from . import baseline_cache, native_sources, tuning
 from .cost import Spent
 from .drivers import get_driver
@@ -27,7 +29,7 @@ from .policy import native as policy_native
 from .policy import python as policy
 from .problem import Problem, derived_values, input_bytes, load_problem, parse_source, read_sources
 from .result import EvalResult, timing_summary
-from .verdict import check_list, compare
+from .verdict import check_list, compare, runner_clock
 from .verdict import checks as C
 
 CHECK_ORDER = check_list.ORDER
@@ -347,7 +349,10 @@ class Judge:
         cached_key, cached = None, None
         if native_cpu:
             ref_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
-            ref_job["park"] = options.interleave
+            # Timed call by call on the runner's clock, the sets held by the runner (runner/clocking.py);
+            # by turns with the candidate's calls unless ``interleave`` is off.
+            ref_job["park"] = ref_job["clocked"] = True
+            ref_job["interleaved"] = options.interleave
             if options.baseline_cache:
                 cached_key, cached = self._cached_baselines(problem, options, device, reps, compile_baseline)
                 eager = next((f for f in cached or [] if f["name"] == "baseline_eager"), None)
@@ -398,13 +403,16 @@ class Judge:
                     return result.finish([C.Check("compile", C.FAIL, "\n".join(built.errors)[:6000]), rules],
                                          CHECK_ORDER, started)
                 prebuilt = built.prebuilt
-            cand_trials = [{**spec, **{k: ref_trials[i][k] for k in ("init_inputs", "inputs", "state_dict")
-                                       if k in ref_trials[i]}}
+            clocked = ref.parked is not None
+            cand_trials = [candidate_trial(spec, ref_trials[i], clocked)
                            for i, spec in enumerate(plan) if "error" not in ref_trials.get(i, {"error": 1})]
+            timing_sets = [ref_trials[i]["inputs"] for i, spec in enumerate(plan)
+                           if spec["tag"] == "timing" and "error" not in ref_trials.get(i, {"error": 1})]
             cand_job = {"role": "candidate", "source": candidate, "filename": candidate_name, "device": device,
                         "trials": cand_trials, "time_reps": reps, "null_reps": C.NULL_PASS_REPS,
                         "native_prebuilt": prebuilt,
-                        "native_timing": native_cpu, "threads": options.threads, "park": ref.parked is not None,
+                        "native_timing": native_cpu, "threads": options.threads, "park": clocked,
+                        "clocked": clocked, "interleaved": options.interleave,
                         "random_reference": any(t.get("random") for t in ref_trials.values())}
             if native_cpu:
                 cand_job["time_budget_s"] = NATIVE_CPU_BUDGET_S
@@ -413,8 +421,13 @@ class Judge:
             except SandboxError as exc:
                 cand = JobOutcome(exit={"reason": "protocol", "detail": str(exc)})
             if ref.parked is not None:
-                # The baselines' pass and the candidate's (if it parked) by turns, set by set.
-                self._turns(options, device, [ref, cand])
+                # The baselines' pass and the candidate's (if it parked), call by call on the runner's clock.
+                parties = [["baseline_eager", *(["baseline_compile"] if compile_baseline else [])], ["candidate"]]
+                pairs = [([ref, cand], parties)] if options.interleave else [([ref], parties[:1]), ([cand], parties[1:])]
+                for outcomes, names in pairs:
+                    self._turns(options, device, outcomes, sets=timing_sets, parties=names)
+                for outcome in (ref, cand):
+                    runner_clock.apply(outcome)
                 if cached_key is not None and ref.finished:
                     ref.frames.extend(baseline_cache.settle(cached_key, cached, ref.of_kind("timing"), compile_baseline))
             found = candidate_checks(plan, ref, ref_trials, cand, options, device, native_cpu and reps > 0) + [rules]
@@ -479,15 +492,16 @@ class Judge:
         while len(self._kept) > KEPT_REFERENCES:
             self._kept.popitem(last=False)
 
-    def _turns(self, options: EvalOptions, device: str, outcomes: list[JobOutcome], drop: bool = False) -> None:
-        """The parked jobs' timed passes by turns (``sandbox/runner/turns.py``), or ended."""
+    def _turns(self, options: EvalOptions, device: str, outcomes: list[JobOutcome], drop: bool = False,
+               sets: list[list[Any]] | None = None, parties: list[list[str]] | None = None) -> None:
+        """The parked jobs' timed passes by turns on ``sets`` (``sandbox/runner/turns.py``), or ended."""
         started = time.monotonic()
         session = self.session(options.sandbox, device)
         try:
             if drop:
                 session.drop(outcomes)
             else:
-                session.interleave(outcomes, options.timeout + COMPILE_ALLOWANCE_S)
+                session.interleave(outcomes, options.timeout + COMPILE_ALLOWANCE_S, sets or [], parties or [])
         except SandboxError:
             for o in outcomes:
                 o.parked = None
@@ -566,6 +580,18 @@ def drop_skipped(plan: list[dict[str, Any]], ref: JobOutcome) -> list[dict[str, 
     ref.frames = [f if f.get("kind") != "trial" else dict(f, index=new.get(f["index"], f["index"]))
                   for f in ref.frames if f.get("kind") != "trial" or f.get("index") not in skipped]
     return [dict(p, index=i) for i, p in enumerate(kept)]
+
+
+def candidate_trial(spec: dict[str, Any], ref_trial: dict[str, Any], clocked: bool) -> dict[str, Any]:
+    """A trial as the candidate's job gets it: the reference's inputs, model and weights, no
+    input seed (the candidate could draw the inputs itself); a timing set the runner holds
+    (``clocked``: runner/clocking.py) as its inputs' shapes alone."""
+    trial = {k: v for k, v in spec.items() if k != "input_seed"}
+    trial.update({k: ref_trial[k] for k in ("init_inputs", "inputs", "state_dict") if k in ref_trial})
+    if clocked and spec["tag"] == "timing":
+        trial["like"] = [{"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch.")}
+                         if isinstance(v, torch.Tensor) else v for v in trial.pop("inputs", [])]
+    return trial
 
 
 def made_sets(plan: list[dict[str, Any]], ref: JobOutcome) -> list[dict[str, Any]]:

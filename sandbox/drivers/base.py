@@ -44,6 +44,7 @@ class JobOutcome:
     parked: str | None = None  # the runner holds the job before its timed pass (``interleave``)
     paused: list[tuple[float, float]] = field(default_factory=list)  # held stopped, the runner's clock
     crosstalk: list[dict[str, Any]] = field(default_factory=list)  # ran while another job was timed
+    clock: list[dict[str, Any]] = field(default_factory=list)  # the runner's readings of its calls (``clocking``)
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [f for f in self.frames if f.get("kind") == kind]
@@ -180,13 +181,17 @@ class RunnerSession:
         self._collect({None: outcome}, timeout + 30 + (WARM_COMPILE_S if job.get("warm_compile") else 0))
         return outcome
 
-    def interleave(self, outcomes: list[JobOutcome], timeout: float) -> None:
-        """Runs parked jobs' timed passes by turns (``sandbox/runner/turns.py``)
-        to their ends; their frames go on into their outcomes."""
+    def interleave(self, outcomes: list[JobOutcome], timeout: float, sets: list[list[Any]],
+                   parties: list[list[str]]) -> None:
+        """Runs parked jobs' timed passes by turns (``sandbox/runner/turns.py``) to their
+        ends, each on ``sets`` (held by the runner: ``runner/clocking.py``) with its
+        ``parties``; their frames and the runner's clock go on into their outcomes."""
         jobs = {o.parked: o for o in outcomes if o.parked is not None}
         if not jobs:
             return
-        self._send({"op": "interleave", "jobs": list(jobs), "timeout": timeout})
+        named = {o.parked: names for o, names in zip(outcomes, parties) if o.parked is not None}
+        self._send({"op": "interleave", "jobs": list(jobs), "timeout": timeout,
+                    "sets": sets, "parties": named})
         self._collect(jobs, timeout + 30)
 
     def drop(self, outcomes: list[JobOutcome]) -> None:
@@ -223,6 +228,11 @@ class RunnerSession:
                     jobs[key].paused.append((float(frame["from"]), float(frame["to"])))
                 elif kind == "crosstalk" and key in jobs:
                     jobs[key].crosstalk.append(frame)
+                elif kind in ("clocked", "clock_error") and key in jobs:
+                    jobs[key].clock.append(frame)
+                elif kind == "clock_overhead":
+                    for outcome in jobs.values():
+                        outcome.clock.append(frame)
                 elif kind in ("exit", "parked") and key in jobs:
                     outcome = jobs[key]
                     if kind == "exit":

@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
-from . import compiled, guards, native, provenance, timed, timing
+from . import clocked, compiled, guards, native, provenance, timed, timing
 from .loader import LoadError, describe, load_module, signature_of
+from .shared import DTYPES
 from .timed import flatten_output, seed_all
 
 # Bound before any untrusted code loads: a parked job's turns end here.
@@ -53,6 +54,13 @@ _Tensor = torch.Tensor
 
 def to_device(values: list[Any], device: str) -> list[Any]:
     return [_to(v, device) if isinstance(v, _Tensor) else v for v in values]
+
+
+def blank(like: list[Any]) -> list[Any]:
+    """Zeroed tensors of the shapes and dtypes ``like`` names ({"shape", "dtype"}; any other
+    value is itself), every page written."""
+    return [torch.zeros(v["shape"], dtype=DTYPES[v["dtype"]])
+            if isinstance(v, dict) and set(v) == {"shape", "dtype"} else v for v in like]
 
 
 def to_cpu(values: list[Any]) -> list[Any]:
@@ -121,7 +129,7 @@ def forward_seed(trial: dict[str, Any]) -> int:
     """The seed set before every call on this trial's inputs, by the reference's runner and the
     candidate's alike: a random op in forward (dropout in training mode) then draws the same
     numbers on both sides, if it draws them as torch does."""
-    return int(trial.get("forward_seed", trial["input_seed"]))
+    return int(trial["forward_seed"] if "forward_seed" in trial else trial["input_seed"])
 
 
 def draws_randomly(model: Any, inputs: list[Any], outputs: list[Any], seed: int, device: str) -> bool:
@@ -248,6 +256,15 @@ def time_baselines(job: dict[str, Any], emit: Emit, model: torch.nn.Module, sets
     eager = timed.Party(model, sets, "baseline_eager", warm_inputs, synced)
     if job.get("compile_baseline"):
         compiled.unpack(job.get("compiled_cache"))
+    if job.get("clocked"):
+        # Clocked by the runner, both baselines in the one pass (a cached timing of the
+        # compiled one is not used: it was measured otherwise).
+        parties = [eager]
+        if job.get("compile_baseline"):
+            parties.append(timed.Party(torch.compile(model), sets, "baseline_compile", warm_inputs, synced))
+        clocked.time_clocked(job, emit, parties, first=lambda: compiled.emit_packed(emit)
+                             if job.get("compile_baseline") else None)
+        return
     if job.get("park") and job["device"] == "cpu" and job.get("compile_baseline") and not cached:
         # compiled in the warm-up, packed before the job parks (before any candidate runs)
         turn = turns(job, emit, first=lambda: compiled.emit_packed(emit))
@@ -322,10 +339,12 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
     sets: list[list[Any]] = []
     warm: list[Any] | None = None
     timing_model = None
+    clocked_inputs: list[Any] | None = None
     for index, trial in enumerate(job["trials"]):
         frame: dict[str, Any] = {"kind": "trial", "index": trial.get("index", index)}
         try:
-            inputs = to_device(trial["inputs"], device)
+            # A set the runner loads while this job is stopped comes as its shapes alone (``clocked``).
+            inputs = to_device(trial["inputs"] if "like" not in trial else blank(trial["like"]), device)
             if trial["tag"] == "default" and warm is None:
                 # The timed pass warms up on these (seen already): every timed set stays new.
                 warm = [_clone(v) if isinstance(v, _Tensor) else v for v in inputs]
@@ -395,10 +414,15 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
 
         watch = timed.Watch(record, lambda rec, out: rec.summary(out) if rec is not None else {}, snapshot,
                             stored_elements, (lambda out: snapshot_taken(out)[:2]) if send_now is not None else None)
-        turn = turns(job, emit)
         seeds = [forward_seed(t) for t in job["trials"] if t["tag"] == "timing"]
-        timed.emit_timing(job, emit, timing_model, sets, "candidate", warm if warm is not None else sets[0],
-                          lambda: sync(device), watch, turn, seeds)
+        party = timed.Party(timing_model, sets, "candidate", warm if warm is not None else sets[0],
+                            lambda: sync(device), watch, seeds)
+        if job.get("clocked"):
+            clocked.time_clocked(job, emit, [party])
+            # the ablation's inputs: the set the runner loaded last (a replayed one, seen by this instance)
+            clocked_inputs = [_clone(v) if isinstance(v, _Tensor) else v for v in party.buffers]
+        else:
+            timed.time_parties(job, emit, [party], turns(job, emit))
         emit({"kind": "post_timing", "outputs": watch.outputs, "structures": watch.structures, "spans": watch.spans,
               "provenance_reps": watch.provenance, "inputs_changed": watch.inputs_changed,
               "retained": watch.retained,
@@ -408,18 +432,19 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
               "launch_names": dict(launches.names)})
     # Last, so that nothing it leaves behind can touch another check.
     was_timed = bool(sets and timing_model is not None and job.get("time_reps"))
-    last = ablation(job, module, launches, timing_model if was_timed else None)
+    last = ablation(job, module, launches, timing_model if was_timed else None, clocked_inputs)
     last["launch_names"] = dict(launches.names)
     emit(last)
 
 
 def ablation(job: dict[str, Any], module: Any, launches: guards.launches.LaunchCounter,
-             timed_model: torch.nn.Module | None) -> dict[str, Any]:
+             timed_model: torch.nn.Module | None, seen: list[Any] | None = None) -> dict[str, Any]:
     """Forward once more with every custom kernel skipped: the judge fails the
     candidate if the output is still right. After timing it is the timed
-    instance on a copy of the first timing set, which that instance has seen
-    (its first timed call), so results kept by content are found too;
-    otherwise a fresh instance on the first default trial."""
+    instance on a copy of a timing set that instance has seen (the first one, or
+    ``seen``: the last the runner loaded, where only the runner held the sets), so
+    results kept by content are found too; otherwise a fresh instance on the first
+    default trial."""
     device, filename = job["device"], job["filename"]
     tag = "timing" if timed_model is not None else "default"
     pos, trial = next(((i, t) for i, t in enumerate(job["trials"]) if t["tag"] == tag), (None, None))
@@ -428,7 +453,8 @@ def ablation(job: dict[str, Any], module: Any, launches: guards.launches.LaunchC
     frame: dict[str, Any] = {"kind": "ablation", "index": trial.get("index", pos)}
     try:
         model = timed_model if timed_model is not None else build(module, "ModelNew", trial, device)
-        inputs = to_device([_clone(v) if isinstance(v, _Tensor) else v for v in trial["inputs"]], device)
+        source = seen if seen is not None and timed_model is not None else trial["inputs"]
+        inputs = to_device([_clone(v) if isinstance(v, _Tensor) else v for v in source], device)
         mode = guards.ablation.Ablation(inputs + list(model.parameters()) + list(model.buffers()))
         launches.ablation = mode
         seed_all(forward_seed(trial))

@@ -19,6 +19,7 @@ from typing import Any
 from . import confine, freeze
 
 LOG_TAIL_BYTES = 4000
+LAST_FRAME_BYTES = 64 << 10  # a request to the runner is a small frame (``clocking``)
 RSS_EVERY_S = 0.05
 # The proportional set size (smaps_rollup: a walk of every page table, holding the
 # process's memory lock, which stalled a timed eager call's mmap/munmap for tens of ms)
@@ -43,6 +44,8 @@ class Job:
         self.reason: str | None = None
         self.status: int | None = None
         self.stopped_at: float | None = None
+        self.mem_fd = -1  # the child's memory, for a job clocked by the runner (``clocking``)
+        self.last_frame = b""  # the last frame read from the child (a stopped job's request: ``clocking``)
         parked = bool(msg["job"].get("park"))
         self.forward = Forwarder(runner, self.id if parked else None)
         self.memory = MemoryWatch(uid, msg["memory_mb"]) if unique else None
@@ -146,6 +149,7 @@ class Job:
             if self.inbox is not None and not self._side():
                 return
             fds = self.inbox.pending() if self.inbox is not None else []
+            self.last_frame = bytes(self.buf[header.size: header.size + size]) if size <= LAST_FRAME_BYTES else b""
             self.forward.put(stamp, bytes(self.buf[: header.size + size]), fds)
             del self.buf[: header.size + size]
 
@@ -190,6 +194,9 @@ class Job:
         if self.forward.tag is not None:
             out["job"] = self.id
         os.close(self.fd)
+        if self.mem_fd >= 0:
+            os.close(self.mem_fd)
+            self.mem_fd = -1
         out["log_tail"] = _tail(os.path.join(self.scratch, "log.txt"))
         shutil.rmtree(self.scratch, ignore_errors=True)
         root = getattr(self.runner, "args", None)

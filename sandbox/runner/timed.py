@@ -211,6 +211,18 @@ class Party:
             self.handed += [(i, w) for w in weak_outputs(self.last[0], self.known)]
         self.release()
 
+    def settle(self, i: int) -> None:
+        """After a call clocked by the runner (``clocked``), which copied its output and
+        inputs out of this process: the output's structure and layout noted, a weak handle
+        kept on its storages (FRESH), the output let go (RELEASE)."""
+        watch = self.watch
+        if watch is not None:
+            watch.structures.append(flatten_output(self.last[0])[0])
+            if watch.layout is not None:
+                watch.spans.append(watch.layout(self.last[0]))
+            self.handed += [(i, w) for w in weak_outputs(self.last[0], self.known)]
+        self.release()
+
     def retained(self) -> list[int]:
         """The timed calls whose output's memory is still held by something, now that the
         judge has let every one go (FRESH). Asked once after the pass: a cycle of garbage
@@ -362,9 +374,10 @@ def load_set(load: Callable[[list[Any]], None], sets: list[list[Any]]) -> Callab
 
 
 def replay(model: Any, sets: list[list[Any]], watch: Watch, buffers: list[Any],
-           prepare: Callable[[int], None], sync: Callable[[], None]) -> None:
+           prepare: Callable[[int], None], sync: Callable[[], None], check_inputs: bool = True) -> None:
     """Runs ``REPLAYED_SETS`` of the timed sets again, drawn now, each under
-    the recorder: its provenance, output and inputs go into ``watch``."""
+    the recorder: its provenance, output and (with ``check_inputs``: the sets are
+    here, not only in the runner) inputs go into ``watch``."""
     chosen = sorted(random.SystemRandom().sample(range(len(sets)), min(REPLAYED_SETS, len(sets))))
     with torch.no_grad():
         for i in chosen:
@@ -378,7 +391,8 @@ def replay(model: Any, sets: list[list[Any]], watch: Watch, buffers: list[Any],
             watch.replay_structures.append(structure)
             watch.replay_outputs.append(outs)
             watch.provenance.append(watch.summary(recorder, out))
-            note_inputs(watch, i, buffers, sets[i])
+            if check_inputs:
+                note_inputs(watch, i, buffers, sets[i])
 
 
 def note_inputs(watch: Watch, i: int, buffers: list[Any], loaded: list[Any]) -> None:

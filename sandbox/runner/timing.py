@@ -267,6 +267,20 @@ def time_cpu(fn: Callable[[int], object], loop: Loop, budget_s: float,
     return time_cpu_parties([(fn, loop)], budget_s, flush, warmup)[0]
 
 
+def warm_up(loops: list[Loop], warmup: int = CPU_WARMUP_CALLS) -> None:
+    """Each loop's warm-up calls (first-call costs, OpenMP pool start, torch.compile's
+    compilation), at most ``warmup``, fewer once a later call takes WARM_ENOUGH_NS."""
+    for loop in loops:
+        for k in range(warmup):
+            if loop.warm is not None:
+                w0 = _perf_ns()
+                loop.warm()
+                if k >= 1 and _perf_ns() - w0 >= WARM_ENOUGH_NS:
+                    break
+        if loop.warmed is not None:
+            loop.warmed()
+
+
 def time_cpu_parties(parties: list[tuple[Callable[[int], object], Loop]], budget_s: float,
                      flush: Callable[[], object] | None = None, warmup: int = CPU_WARMUP_CALLS,
                      turn: Callable[[], object] | None = None) -> list[list[float]]:
@@ -275,15 +289,7 @@ def time_cpu_parties(parties: list[tuple[Callable[[int], object], Loop]], budget
     ``turn``: called once the warm-ups are done (the job parks) and after every
     set but the last (its turn ends); every set is timed, and the time spent in
     ``turn`` is left out of the pass's CPU and wall time."""
-    for _, loop in parties:
-        for k in range(warmup):  # warm-up (first-call costs, OpenMP pool start, torch.compile's compilation)
-            if loop.warm is not None:
-                w0 = _perf_ns()
-                loop.warm()
-                if k >= 1 and _perf_ns() - w0 >= WARM_ENOUGH_NS:
-                    break
-        if loop.warmed is not None:
-            loop.warmed()
+    warm_up([loop for _, loop in parties], warmup)
     if turn is not None:
         turn()
     for _, loop in parties:

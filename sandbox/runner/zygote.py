@@ -38,7 +38,7 @@ import threading
 import time
 from typing import Any, BinaryIO
 
-from . import confine, cuda_fork, turns
+from . import clocking, confine, cuda_fork, turns
 from .jobs import Job
 
 F_SETPIPE_SZ = 1031
@@ -74,6 +74,7 @@ class Runner:
         # leaves there (possible when children share the runner's uid) goes.
         self.keep = set(os.listdir(args.scratch_root))
         self.parked: dict[str, Job] = {}
+        self.turning: list[Job] = []  # the parked jobs an "interleave" is running (``turns``)
         self.lock = threading.Lock()  # the judge's channel: forwarders' threads and this one
         self.wake_fd = -1  # read end of the SIGCHLD wake-up pipe (``main``), -1 without one
         self.sessions: set[int] = set()  # every live job's session (its child's pid)
@@ -133,15 +134,23 @@ class Runner:
         from . import shared
 
         child_side, side = shared.channel() if self.inbox is not None else (None, None)
+        # a job clocked by the runner hands it its memory (``clocking``), before any untrusted code runs
+        mem_child, mem_side = socket.socketpair() if job.get("clocked") else (None, None)
         started = time.monotonic()
         pid = os.fork()
         if pid == 0:  # child
+            if mem_child is not None:
+                clocking.hand_memory(mem_child)
+                mem_side.close()
             self._child(job, msg, uid, unique, scratch, read_fd, write_fd, child_side)
         os.close(write_fd)
         if child_side is not None:
             child_side.close()
         live = Job(self, msg, pid, uid, unique, read_fd, scratch, started,
                    shared.Inbox(side) if side is not None else None)
+        if mem_child is not None:
+            mem_child.close()
+            live.mem_fd = clocking.take_memory(mem_side)
         if job.get("park") and live.watch(until_stop=True) == "stopped" and live.hold():
             # Parked before its timed pass (``turns``): held, stopped, until the judge
             # interleaves it with another job's pass or drops it.
@@ -172,7 +181,7 @@ class Runner:
                 self._write(raw)
 
     def live_dirs(self) -> set[str]:
-        return {os.path.basename(j.scratch) for j in self.parked.values()}
+        return {os.path.basename(j.scratch) for j in [*self.parked.values(), *self.turning]}
 
     def _child(self, job: dict[str, Any], msg: dict[str, Any], uid: int, unique: bool, scratch: str,
                read_fd: int, write_fd: int, side: socket.socket | None) -> None:

@@ -181,7 +181,9 @@ def post_timing_check(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]]
         return Check("post_timing", FAIL, "no outputs came back from the timed calls")
     outputs, structures = post.get("outputs") or [], post.get("structures") or []
     problems = []
-    if not outputs or len(outputs) > len(sets) or len(structures) != len(outputs):
+    # a pass clocked by the runner times every set; another may stop early (its time budget)
+    short = post.get("clock") == "runner" and len(outputs) != len(sets)
+    if not outputs or len(outputs) > len(sets) or len(structures) != len(outputs) or short:
         problems.append(f"{len(outputs)} timed outputs came back for {len(sets)} timed input sets")
     calls = [(f"timed call {k}", k, structures[k], outs) for k, outs in enumerate(outputs if not problems else [])]
     replayed = post.get("replayed") or []
@@ -413,6 +415,13 @@ def corroboration_check(outcome: JobOutcome, label: str, device: str = "cuda", e
     caught by no_tampering. On CUDA the runner's clock reads each repetition's own
     window (``repetition_windows``), elsewhere the whole pass."""
     timing = next((f for f in outcome.of_kind("timing") if f.get("name") == label), None)
+    if timing is not None and timing.get("clock") == "runner":
+        if timing.get("clock_errors") or not timing.get("times_ms"):
+            why = "; ".join(timing.get("clock_errors") or []) or "no call was clocked"
+            return Check("timer_corroborated", FAIL, f"the runner could not clock the timed calls: {why}")
+        return Check("timer_corroborated", PASS,
+                     f"{len(timing['times_ms'])} calls timed on the runner's clock, outside the candidate's "
+                     f"process (less {timing.get('clock_overhead_ms') or 0:.4f} ms a call of the clock's own)")
     stamps = [outcome.stamp(f"{label}:{p}") for p in ("loop_start", "loop_end", "null_start", "null_end")]
     if timing is None or any(s is None for s in stamps) or not timing.get("times_ms"):
         return Check("timer_corroborated", FAIL if enforce else SKIPPED, "no timing phase ran")

@@ -1,0 +1,344 @@
+"""A timed pass clocked by the runner (native kernels on the CPU): the runner's side.
+
+A candidate runs in a process it can read and write whole: any timed input in
+that process before its call can be answered ahead of the clock, any time it
+records can be rewritten, any thread it starts can work while the judge looks
+away. So for native CPU kernels (the timings the judge reports as speedups) the
+secrets stay with the runner:
+
+- The timed input sets never enter the candidate's process before their call.
+  The judge gives them to the runner (``interleave``'s "sets", one list for every job); the job gets only
+  their shapes. A job asks for set i by a "want" frame and stops itself; the runner,
+  with every process of the job stopped, writes the set into the input buffers the
+  job named, through the job's memory file (``/proc/<pid>/mem``, opened by the job
+  before any untrusted code ran and handed to the runner: ``hand_memory``), and
+  flushes the cache.
+- The runner's clock is the time: read just before the job is continued and again
+  when it has stopped after the call (``Job.watch``); if another process of the job
+  was alive, when that one is stopped too. Nothing of the job ran before the set was
+  there, and nothing of it runs between the second stop and the next set: all its
+  work on a set is inside the window. The window's own cost (the signals, the
+  wake-ups, the runner noticing a stop) is measured on a child of the runner that
+  runs no untrusted code (``calibrate``) and taken out, for every party alike.
+- The output and the inputs are read out of the stopped process where the job says
+  its output lies (``clocked.DESCRIBED``): what the judge checks is what was there
+  when the clock stopped, and an input the call changed is seen at once.
+
+Baselines and candidate are timed the same way (every party of every job), in
+turns: one call of one job at a time while the others are held stopped.
+
+Frames sent to the judge, beside the jobs' own:
+  {"kind": "clocked", "job": id, "name": party, "set": i, "ms": t, "window_ms": w,
+   "overhead_ms": o, "structure": s, "outputs": [...], "inputs_changed": bool}
+  {"kind": "clock_error", "job": id, "detail": why}  the job's request could not be
+      served (the job then ends, its reason "protocol").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import tempfile
+import time
+from typing import Any
+
+import torch
+
+from . import clocked, timing
+from .jobs import Job
+from .shared import DTYPES
+from .wire import WireError, decode
+
+CALIBRATION_CALLS = 15
+# The shortest time a call is reported at, in ms: the overhead taken out of a window can
+# leave nothing of a call that took less than the window's own noise.
+FLOOR_MS = 0.001
+_ITEMS = 2 + clocked.MAX_ITEMS * clocked.ITEM
+_DESCRIBED = struct.Struct(f"={_ITEMS}q")
+_DTYPES = list(DTYPES.values())
+CHUNK = 1 << 30
+
+
+class ClockError(Exception):
+    """A job's request that the runner will not serve."""
+
+
+def hand_memory(sock: socket.socket) -> None:
+    """In a job's child, before anything else runs: its memory file, to the runner."""
+    fd = os.open("/proc/self/mem", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        socket.send_fds(sock, [b"m"], [fd])
+    finally:
+        os.close(fd)
+        sock.close()
+
+
+def take_memory(sock: socket.socket, timeout: float = 30.0) -> int:
+    """The runner's end of ``hand_memory``: the job's memory file, or -1."""
+    try:
+        sock.settimeout(timeout)
+        _, fds, _, _ = socket.recv_fds(sock, 1, 1)
+    except OSError:
+        return -1
+    finally:
+        sock.close()
+    return fds[0] if fds else -1
+
+
+def _transfer(op: Any, fd: int, view: memoryview, offset: int) -> None:
+    while view:
+        done = op(fd, [view[:CHUNK]], offset)
+        if done <= 0:
+            raise ClockError("the job's memory could not be read or written there")
+        view, offset = view[done:], offset + done
+
+
+def _bytes(t: torch.Tensor) -> memoryview:
+    return memoryview(t.detach().contiguous().reshape(-1).view(torch.uint8).numpy())
+
+
+def request_of(job: Job) -> dict[str, Any]:
+    """The request a stopped job made last: a "want" frame, checked."""
+    try:
+        frame = decode(job.last_frame)
+    except WireError as exc:
+        raise ClockError(f"the job stopped without a readable request: {exc}") from exc
+    if not isinstance(frame, dict) or frame.get("kind") != "want":
+        raise ClockError("the job stopped without asking for a set")
+    if not isinstance(frame.get("set"), int) or not isinstance(frame.get("inputs"), list) \
+            or not isinstance(frame.get("described"), int) or not isinstance(frame.get("party"), str):
+        raise ClockError("a malformed request")
+    return frame
+
+
+def load(job: Job, want: dict[str, Any], sets: list[list[Any]]) -> list[Any]:
+    """Writes the set the job wants into the buffers it named; the set."""
+    i = want["set"]
+    if not 0 <= i < len(sets):
+        raise ClockError(f"the job asked for set {i} of {len(sets)}")
+    data = sets[i]
+    slots = want["inputs"]
+    if len(slots) != len(data):
+        raise ClockError(f"the job named {len(slots)} input buffers for {len(data)} inputs")
+    for slot, value in zip(slots, data):
+        if not isinstance(value, torch.Tensor):
+            continue
+        nbytes = value.numel() * value.element_size()
+        if not (isinstance(slot, list) and len(slot) == 2 and all(type(v) is int for v in slot)
+                and slot[0] > 0 and slot[1] == nbytes):
+            raise ClockError(f"an input buffer of the wrong size for a {tuple(value.shape)} {value.dtype} input")
+        if nbytes:
+            _transfer(os.pwritev, job.mem_fd, _bytes(value), slot[0])
+    return data
+
+
+def unchanged(job: Job, want: dict[str, Any], data: list[Any]) -> bool:
+    """Whether the job's input buffers still hold the set written into them."""
+    for slot, value in zip(want["inputs"], data):
+        if isinstance(value, torch.Tensor) and value.numel():
+            now = torch.empty(value.numel() * value.element_size(), dtype=torch.uint8)
+            _transfer(os.preadv, job.mem_fd, memoryview(now.numpy()), slot[0])
+            if not torch.equal(now, torch.frombuffer(_bytes(value), dtype=torch.uint8)):
+                return False
+    return True
+
+
+def outputs_of(job: Job, want: dict[str, Any], max_bytes: int) -> tuple[str, list[Any]]:
+    """The call's output, copied out of the stopped job from where it said it lies."""
+    raw = bytearray(_DESCRIBED.size)
+    _transfer(os.preadv, job.mem_fd, memoryview(raw), want["described"])
+    ints = _DESCRIBED.unpack(raw)
+    code, count = ints[0], ints[1]
+    kinds = {v: k for k, v in clocked.STRUCTURES.items()}
+    if code not in kinds or not 0 <= count <= clocked.MAX_ITEMS or (code == 0 and count != 1):
+        raise ClockError("the call's output is not one the runner can read (a tensor or a tuple of at most "
+                         f"{clocked.MAX_ITEMS} tensors)")
+    found: list[Any] = []
+    budget = max_bytes
+    for k in range(count):
+        item = ints[2 + k * clocked.ITEM: 2 + (k + 1) * clocked.ITEM]
+        address, dtype_code, ndim, span = item[:4]
+        if dtype_code == clocked.NOT_A_TENSOR:
+            found.append(None)
+            continue
+        shape = list(item[4: 4 + ndim]) if 0 <= ndim <= clocked.MAX_DIMS else None
+        stride = list(item[4 + clocked.MAX_DIMS: 4 + clocked.MAX_DIMS + ndim]) if shape is not None else None
+        if shape is None or not 0 <= dtype_code < len(_DTYPES) or any(n < 0 for n in shape) \
+                or any(s < 0 for s in stride or []):
+            raise ClockError("the call's output is described wrongly")
+        dtype = _DTYPES[dtype_code]
+        numel = 1
+        for n in shape:
+            numel *= n
+        elements = 1 + sum((n - 1) * s for n, s in zip(shape, stride or [])) if numel else 0
+        if span != elements * dtype.itemsize or address <= 0 and elements:
+            raise ClockError("the call's output is described wrongly")
+        budget -= span
+        if budget < 0:
+            raise ClockError(f"the call's output is larger than {max_bytes} bytes")
+        flat = torch.empty(elements, dtype=dtype)
+        if elements:
+            _transfer(os.preadv, job.mem_fd, memoryview(flat.view(torch.uint8).numpy()), address)
+        found.append(flat.as_strided(shape, stride).contiguous())
+    structure = "tensor" if code == 0 else f"{kinds[code]}[{count}]"
+    return structure, found
+
+
+class _Discard:
+    """A forwarder that forwards nothing (the calibration child's frames stay here)."""
+
+    tag = None
+
+    def put(self, *_: Any) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def backlog(self) -> int:
+        return 0
+
+    def wait(self, _: float) -> None:
+        pass
+
+
+class Clock:
+    """One interleaved pass: the sets each job is given, the cache flush, the window's
+    own cost."""
+
+    def __init__(self, runner: Any, sets: list[list[Any]], parties: dict[str, list[str]],
+                 max_output_bytes: int) -> None:
+        self.runner, self.sets, self.max_output_bytes = runner, sets, max_output_bytes
+        # Each job's clocked calls in the one order it may ask for them: every party on set 0,
+        # then on set 1, ...; each once. A set loaded unclocked (a replay) only after them all.
+        self.due = {job: [(p, i) for i in range(len(sets)) for p in names] for job, names in parties.items()}
+        self.flush = timing.CacheFlush()
+        self.overhead_ms = 0.0
+        self.calibration: list[float] = []
+        self._calibrator: Job | None = None
+
+    def step(self, job: Job) -> bool:
+        """Serves the request a stopped, held job made (a clocked call, or a set loaded for a
+        replay), and runs the job to its next request: True if it made one (stopped and held
+        again), False if it ended (its reason set if the runner ended it)."""
+        try:
+            want = request_of(job)
+            if job is not self._calibrator:
+                self.in_turn(job, want)
+            data = load(job, want, self.sets if job is not self._calibrator else [[]])
+            if want.get("clock"):
+                self.flush()
+                t0 = job.resume()
+                if job.watch(until_stop=True) != "stopped":
+                    return False
+                t1 = job.stopped_at if job.stopped_at is not None else time.monotonic()
+                if not job.hold():
+                    return False
+                if len(job.scope.held or ()) > 1:
+                    t1 = time.monotonic()  # another process of the job ran: the window ends with it stopped
+                self.clocked(job, want, data, t0, t1)
+        except (ClockError, OSError) as exc:
+            job.reason = "protocol"
+            self.runner.send({"kind": "clock_error", "job": job.id, "detail": str(exc)[:500]})
+            return False
+        job.resume()
+        return job.watch(until_stop=True) == "stopped" and job.hold()
+
+    def in_turn(self, job: Job, want: dict[str, Any]) -> None:
+        due = self.due.get(job.id, [])
+        if want.get("clock"):
+            if not due or due[0] != (want["party"], want["set"]):
+                raise ClockError(f"the job asked for {want['party']} on set {want['set']} out of turn "
+                                 f"(due: {due[0] if due else 'nothing more'})")
+            due.pop(0)
+        elif due:
+            raise ClockError("the job asked for a set to be loaded unclocked before its timed calls were done")
+
+    def clocked(self, job: Job, want: dict[str, Any], data: list[Any], t0: float, t1: float) -> None:
+        window = (t1 - t0) * 1000
+        if job is self._calibrator:
+            self.calibration.append(window)
+            return
+        structure, outputs = outputs_of(job, want, self.max_output_bytes)
+        frame = {"kind": "clocked", "job": job.id, "name": want["party"], "set": want["set"],
+                 "ms": max(FLOOR_MS, window - self.overhead_ms), "window_ms": window,
+                 "overhead_ms": self.overhead_ms, "structure": structure, "outputs": outputs,
+                 "inputs_changed": not unchanged(job, want, data)}
+        self.send(frame)
+
+    def send(self, frame: dict[str, Any]) -> None:
+        from . import shared
+
+        inbox = getattr(self.runner, "inbox", None)
+        with self.runner.lock:
+            obj = shared.export(frame, inbox.side) if inbox is not None else frame
+        self.runner.send(obj)
+
+    def calibrate(self, calls: int = CALIBRATION_CALLS) -> float:
+        """The window's own cost, in ms: the median window around calls that do nothing, of a
+        child of the runner that runs nothing else (no untrusted code: a job could make its
+        own idle windows longer, never shorter)."""
+        mem_child, mem_side = socket.socketpair()
+        read_fd, write_fd = os.pipe()
+        scratch = tempfile.mkdtemp(prefix="calibration-", dir=self.runner.args.scratch_root) \
+            if getattr(self.runner, "args", None) is not None else tempfile.mkdtemp(prefix="kforge-calibration-")
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                hand_memory(mem_child)
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.setsid()
+                os.setpriority(os.PRIO_PROCESS, 0, 0)
+                os.close(read_fd)
+                from .wire import write_fd as emit_to
+
+                clocked.calibration(lambda frame: emit_to(write_fd, frame), calls)
+            except BaseException:
+                code = 3
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        mem_child.close()
+        job = Job(self.runner, {"job": {}, "timeout": 60.0, "memory_mb": 0}, pid, os.getuid(), False,
+                  read_fd, scratch, time.monotonic())
+        job.forward.close()
+        job.forward = _Discard()  # type: ignore[assignment]
+        job.mem_fd = take_memory(mem_side)
+        self.calibration, self._calibrator = [], job
+        try:
+            if job.mem_fd >= 0 and job.watch(until_stop=True) == "stopped" and job.hold():
+                while self.step(job):
+                    pass
+        finally:
+            self._calibrator = None
+            _finish(job)
+        self.overhead_ms = statistics.median(self.calibration) if self.calibration else 0.0
+        return self.overhead_ms
+
+
+def _finish(job: Job) -> None:
+    """Ends the calibration child (not ``Job.end``: nothing to report, and no other job's
+    directory may be swept while the pass goes on)."""
+    try:
+        os.killpg(job.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if job.status is None:
+        try:
+            os.waitpid(job.pid, 0)
+        except ChildProcessError:
+            pass
+    job.scope.sessions.discard(job.pid)
+    for fd in (job.fd, job.mem_fd):
+        if fd >= 0:
+            os.close(fd)
+    shutil.rmtree(job.scratch, ignore_errors=True)

@@ -1,0 +1,37 @@
+"""The runner's clock over a pass it clocked (``runner/clocking.py``), in place of what the
+job said of itself.
+
+A job clocked by the runner still sends its own timing frame and post_timing frame,
+from its own process: a candidate can write anything into them. So the times, the
+timed outputs and which calls changed their inputs are the runner's, read outside
+the job; what the job says of them is kept beside (``inside_ms``), never used.
+"""
+
+from __future__ import annotations
+
+from ..drivers.base import JobOutcome
+
+
+def apply(outcome: JobOutcome) -> None:
+    """The outcome's timing frames take the runner's times per party, set by set, and its
+    post_timing frame the runner's copies of the candidate's timed outputs; a party the
+    runner clocked no call of has no times."""
+    calls = sorted((f for f in outcome.clock if f.get("kind") == "clocked"), key=lambda f: f.get("set", 0))
+    overhead = next((f.get("ms") for f in outcome.clock if f.get("kind") == "clock_overhead"), None)
+    errors = [f.get("detail", "") for f in outcome.clock if f.get("kind") == "clock_error"]
+    for frame in outcome.of_kind("timing"):
+        mine = [f for f in calls if f.get("name") == frame.get("name")]
+        frame["inside_ms"] = frame.get("times_ms")
+        frame["times_ms"] = [float(f["ms"]) for f in mine]
+        frame["window_ms"] = [float(f["window_ms"]) for f in mine]
+        frame["clock"] = "runner"
+        frame["clock_overhead_ms"] = overhead
+        if errors:
+            frame["clock_errors"] = errors
+    post = outcome.first("post_timing")
+    if post is not None:
+        mine = [f for f in calls if f.get("name") == "candidate"]
+        post["outputs"] = [list(f.get("outputs") or []) for f in mine]
+        post["structures"] = [str(f.get("structure")) for f in mine]
+        post["inputs_changed"] = [int(f["set"]) for f in mine if f.get("inputs_changed")]
+        post["clock"] = "runner"
