@@ -419,9 +419,7 @@ def corroboration_check(outcome: JobOutcome, label: str, device: str = "cuda", e
         if timing.get("clock_errors") or not timing.get("times_ms"):
             why = "; ".join(timing.get("clock_errors") or []) or "no call was clocked"
             return Check("timer_corroborated", FAIL, f"the runner could not clock the timed calls: {why}")
-        return Check("timer_corroborated", PASS,
-                     f"{len(timing['times_ms'])} calls timed on the runner's clock, outside the candidate's "
-                     f"process (less {timing.get('clock_overhead_ms') or 0:.4f} ms a call of the clock's own)")
+        return runner_clock_check(timing)
     stamps = [outcome.stamp(f"{label}:{p}") for p in ("loop_start", "loop_end", "null_start", "null_end")]
     if timing is None or any(s is None for s in stamps) or not timing.get("times_ms"):
         return Check("timer_corroborated", FAIL if enforce else SKIPPED, "no timing phase ran")
@@ -454,6 +452,31 @@ def corroboration_check(outcome: JobOutcome, label: str, device: str = "cuda", e
                      f"the runner's clock saw {outside_ms:.4f} ms over the same {reps} calls")
     return Check("timer_corroborated", PASS,
                  f"reported mean {mean:.4f} ms, outside clock {outside_ms:.4f} ms over the same {reps} calls")
+
+
+# A pass clocked by the runner: the job's own record of its calls may not fall below this
+# share of the runner's, less the spread of the clock's own cost (and never less than
+# RUNNER_SLACK_MS): a record cut below it was rewritten inside the job.
+RUNNER_SHARE = 0.5
+RUNNER_SLACK_MS = 0.02
+
+
+def runner_clock_check(timing: dict[str, Any]) -> Check:
+    """The times are the runner's (``runner/clocking.py``); the job's own record of the same
+    calls must not fall far below them (a candidate that rewrote it reached the harness)."""
+    times, inside = timing["times_ms"], timing.get("inside_ms") or []
+    runner_ms = statistics.median(times)
+    said = f"{len(times)} calls timed on the runner's clock, outside the candidate's process " \
+           f"(median {runner_ms:.4f} ms, less {timing.get('clock_overhead_ms') or 0:.4f} ms a call of the clock's own)"
+    if len(inside) != len(times):
+        return Check("timer_corroborated", FAIL, f"{said}; the candidate's process recorded {len(inside)} of them")
+    own_ms = statistics.median(inside)
+    slack = max(RUNNER_SLACK_MS, float(timing.get("clock_spread_ms") or 0.0))
+    if own_ms < RUNNER_SHARE * runner_ms - slack:
+        return Check("timer_corroborated", FAIL,
+                     f"{said}; the candidate's process recorded {own_ms:.4f} ms for the same calls: "
+                     "its record of its times was rewritten")
+    return Check("timer_corroborated", PASS, f"{said}; its own record agrees ({own_ms:.4f} ms)")
 
 
 def repetition_windows(outcome: JobOutcome, label: str, bounds: tuple[float, float, float, float], reps: int,

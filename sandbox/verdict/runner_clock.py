@@ -17,7 +17,11 @@ def apply(outcome: JobOutcome) -> None:
     post_timing frame the runner's copies of the candidate's timed outputs; a party the
     runner clocked no call of has no times."""
     calls = sorted((f for f in outcome.clock if f.get("kind") == "clocked"), key=lambda f: f.get("set", 0))
-    overhead = next((f.get("ms") for f in outcome.clock if f.get("kind") == "clock_overhead"), None)
+    calibration = next((f for f in outcome.clock if f.get("kind") == "clock_overhead"), {})
+    overhead = calibration.get("ms")
+    windows = sorted(float(w) for w in calibration.get("windows_ms") or [])
+    # the spread of the clock's own cost: how far a window may stray from it either way
+    spread = windows[(3 * len(windows)) // 4] - windows[len(windows) // 4] if len(windows) >= 4 else None
     errors = [f.get("detail", "") for f in outcome.clock if f.get("kind") == "clock_error"]
     for frame in outcome.of_kind("timing"):
         mine = [f for f in calls if f.get("name") == frame.get("name")]
@@ -26,6 +30,7 @@ def apply(outcome: JobOutcome) -> None:
         frame["window_ms"] = [float(f["window_ms"]) for f in mine]
         frame["clock"] = "runner"
         frame["clock_overhead_ms"] = overhead
+        frame["clock_spread_ms"] = spread
         if errors:
             frame["clock_errors"] = errors
     post = outcome.first("post_timing")
