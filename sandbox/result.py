@@ -106,6 +106,10 @@ def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: b
             out[name]["interleaved"] = True
         else:
             out[name]["source"] = "fresh: timed in this run"
+        if frame.get("clocked"):  # sandbox/runner/clocking.py
+            out[name]["clocked"] = True
+            out[name]["clock"] = ("the runner's, outside the timed process: each call's window less "
+                                  f"{float(frame.get('clock_overhead_ms') or 0):.4f} ms, the clock's own cost")
         if frame.get("loadavg"):
             out[name]["loadavg"] = frame["loadavg"]  # 1-minute load average before and after timing
         if frame.get("host_ms"):  # CUDA: the timed and the null pass's medians per phase (a diagnosis)

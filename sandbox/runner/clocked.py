@@ -30,6 +30,7 @@ Emit = Callable[[dict[str, Any]], None]
 
 _stop = timing.stop_here
 _perf = timing._perf_ns
+_usage, _SELF = timing._usage, timing._SELF
 _Tensor = torch.Tensor
 _no_grad = torch.no_grad
 
@@ -96,13 +97,19 @@ def clocked_call(party: timed.Party, i: int, emit: Emit) -> float:
     """One call on set ``i`` between the runner's readings of its clock; this process's own
     reading of it, in ms."""
     request(party, i, emit, clock=True)
+    u0 = _usage(_SELF)
     t0 = _perf()
     out = party.model(*party.buffers)
     t1 = _perf()
+    u1 = _usage(_SELF)
     describe(out)
     _stop()
     party.last[0] = out
     del out
+    loop = party.loop_state
+    if loop is not None:  # a diagnosis, as in an unclocked pass (``timing.Loop``)
+        loop.faults.append(u1.ru_minflt + u1.ru_majflt - u0.ru_minflt - u0.ru_majflt)
+        loop.preempted.append(u1.ru_nivcsw - u0.ru_nivcsw)
     party.settle(i)
     return (t1 - t0) / 1e6
 
@@ -113,6 +120,8 @@ def time_clocked(job: dict[str, Any], emit: Emit, parties: list[timed.Party],
     replayed sets (``timed.replay``), loaded by the runner too. ``first`` runs once the
     warm-ups are done (a compiled baseline's cache packed), before the first set."""
     loops = [p.loop(emit) for p in parties]
+    for p, loop in zip(parties, loops):
+        p.loop_state = loop
     load_before = timing.load_average()
     sets = min(len(p.sets) for p in parties)
     with _no_grad():
@@ -120,6 +129,8 @@ def time_clocked(job: dict[str, Any], emit: Emit, parties: list[timed.Party],
         if first is not None:
             first()
         times: list[list[float]] = [[] for _ in parties]
+        for p in parties:
+            emit({"kind": "phase", "name": f"{p.label}:loop_start"})
         for i in range(sets):
             for p, got in zip(parties, times):
                 got.append(clocked_call(p, i, emit))
@@ -129,9 +140,10 @@ def time_clocked(job: dict[str, Any], emit: Emit, parties: list[timed.Party],
                 p.watch.retained = p.retained()
     meta = {"cpu_model": timing.cpu_model(), "threads": torch.get_num_threads(), "flush_bytes": timing.flush_bytes(),
             "loadavg": [load_before, timing.load_average()]}
-    for p, got in zip(parties, times):
+    for p, loop, got in zip(parties, loops, times):
         emit({"kind": "timing", "name": p.label, "times_ms": got, "sets": len(p.sets), "label": timing.CPU_LABEL,
-              "clocked": True, "interleaved": bool(job.get("interleaved", True)), **meta})
+              "clocked": True, "interleaved": bool(job.get("interleaved", True)),
+              "faults": loop.faults, "preempted": loop.preempted, **meta})
     for p, got in zip(parties, times):
         if p.watch is not None:
             timed.replay(p.model, p.sets[:len(got)], p.watch, p.buffers,

@@ -27,7 +27,7 @@ secrets stay with the runner:
 Baselines and candidate are timed the same way (every party of every job), in
 turns: one call of one job at a time while the others are held stopped.
 
-Frames sent to the judge, beside the jobs' own:
+Frames sent to the judge, beside the jobs' own (and "paused": ``turns``):
   {"kind": "clocked", "job": id, "name": party, "set": i, "ms": t, "window_ms": w,
    "overhead_ms": o, "structure": s, "outputs": [...], "inputs_changed": bool}
   {"kind": "clock_error", "job": id, "detail": why}  the job's request could not be
@@ -36,6 +36,7 @@ Frames sent to the judge, beside the jobs' own:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -44,11 +45,12 @@ import statistics
 import struct
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 
-from . import clocked, timing
+from . import clocked, confine, freeze, timing
 from .jobs import Job
 from .shared import DTYPES
 from .wire import WireError, decode
@@ -67,14 +69,59 @@ class ClockError(Exception):
     """A job's request that the runner will not serve."""
 
 
-def hand_memory(sock: socket.socket) -> None:
-    """In a job's child, before anything else runs: its memory file, to the runner."""
-    fd = os.open("/proc/self/mem", os.O_RDWR | os.O_CLOEXEC)
+def hand_memory(sock: socket.socket, expose: bool = False) -> None:
+    """In a job's child, before anything else runs: its memory file, to the runner; with
+    ``expose``, dumpable for the open where it needs to be (``_own_memory``)."""
     try:
-        socket.send_fds(sock, [b"m"], [fd])
+        fd = _own_memory(expose)
+    except OSError:
+        fd = -1  # the runner then ends the job at its first timed call, saying why
+    try:
+        socket.send_fds(sock, [b"m"], [fd] if fd >= 0 else [])
+    except OSError:
+        pass
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
         sock.close()
+
+
+def _own_memory(expose: bool) -> int:
+    try:
+        return os.open("/proc/self/mem", os.O_RDWR | os.O_CLOEXEC)
+    except PermissionError:
+        if not expose:
+            raise
+    # Every child of the runner is not dumpable (nor is the runner), and the memory file of
+    # a process that is not dumpable opens only with CAP_DAC_OVERRIDE, which a runner that is
+    # not root lacks (docker's uid 65534). Dumpable for the one open, then not again before
+    # anything else runs; meanwhile every other process that could open it (of the uid) is
+    # held stopped by the runner (``others_stopped``).
+    _dumpable(1)
+    try:
+        return os.open("/proc/self/mem", os.O_RDWR | os.O_CLOEXEC)
+    finally:
+        _dumpable(0)
+
+
+def _dumpable(value: int) -> None:
+    if confine._libc.prctl(confine.PR_SET_DUMPABLE, value, 0, 0, 0) != 0:
+        os._exit(3)  # never go on in a state not chosen
+
+
+@contextlib.contextmanager
+def others_stopped(runner: Any) -> Iterator[bool]:
+    """Around the fork of a clocked job's child until its memory file has reached the runner:
+    every other process that may run untrusted code is held stopped (``freeze.stop_others``),
+    and True says so: the child may then open its file as ``hand_memory`` does. False (none
+    could be held) leaves the child to open it only where it can without that."""
+    args = getattr(runner, "args", None)
+    stopped = freeze.stop_others(os.getuid(), bool(getattr(args, "kill_leftovers", False)),
+                                 getattr(runner, "sessions", set()))
+    try:
+        yield stopped is not None
+    finally:
+        freeze.cont(stopped or [])
 
 
 def take_memory(sock: socket.socket, timeout: float = 30.0) -> int:
@@ -229,13 +276,17 @@ class Clock:
         replay), and runs the job to its next request: True if it made one (stopped and held
         again), False if it ended (its reason set if the runner ended it)."""
         try:
+            if job.mem_fd < 0:
+                raise ClockError("the job's memory file (/proc/<pid>/mem) did not reach the runner")
+            if job is not self._calibrator and not self.calibration:
+                raise ClockError("the clock's own cost could not be measured (its idle child gave no window)")
             want = request_of(job)
             if job is not self._calibrator:
                 self.in_turn(job, want)
             data = load(job, want, self.sets if job is not self._calibrator else [[]])
             if want.get("clock"):
                 self.flush()
-                t0 = job.resume()
+                t0 = self.resume(job)
                 if job.watch(until_stop=True) != "stopped":
                     return False
                 t1 = job.stopped_at if job.stopped_at is not None else time.monotonic()
@@ -248,8 +299,16 @@ class Clock:
             job.reason = "protocol"
             self.runner.send({"kind": "clock_error", "job": job.id, "detail": str(exc)[:500]})
             return False
-        job.resume()
+        self.resume(job)
         return job.watch(until_stop=True) == "stopped" and job.hold()
+
+    def resume(self, job: Job) -> float:
+        """Continues a held job; the span it was held goes to the judge ("paused": a job's
+        cost phases leave it out)."""
+        stopped_at, resumed = job.stopped_at, job.resume()
+        if stopped_at is not None and job is not self._calibrator:
+            self.runner.send({"kind": "paused", "job": job.id, "from": stopped_at, "to": resumed})
+        return resumed
 
     def in_turn(self, job: Job, want: dict[str, Any]) -> None:
         due = self.due.get(job.id, [])
@@ -289,30 +348,18 @@ class Clock:
         read_fd, write_fd = os.pipe()
         scratch = tempfile.mkdtemp(prefix="calibration-", dir=self.runner.args.scratch_root) \
             if getattr(self.runner, "args", None) is not None else tempfile.mkdtemp(prefix="kforge-calibration-")
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                hand_memory(mem_child)
-                signal.set_wakeup_fd(-1)
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                os.setsid()
-                os.setpriority(os.PRIO_PROCESS, 0, 0)
-                os.close(read_fd)
-                from .wire import write_fd as emit_to
-
-                clocked.calibration(lambda frame: emit_to(write_fd, frame), calls)
-            except BaseException:
-                code = 3
-            finally:
-                os._exit(code)
-        os.close(write_fd)
-        mem_child.close()
+        with others_stopped(self.runner) as expose:
+            pid = os.fork()
+            if pid == 0:
+                _calibration_child(mem_child, expose, read_fd, write_fd, calls)
+            os.close(write_fd)
+            mem_child.close()
+            mem_fd = take_memory(mem_side)
         job = Job(self.runner, {"job": {}, "timeout": 60.0, "memory_mb": 0}, pid, os.getuid(), False,
                   read_fd, scratch, time.monotonic())
         job.forward.close()
         job.forward = _Discard()  # type: ignore[assignment]
-        job.mem_fd = take_memory(mem_side)
+        job.mem_fd = mem_fd
         self.calibration, self._calibrator = [], job
         try:
             if job.mem_fd >= 0 and job.watch(until_stop=True) == "stopped" and job.hold():
@@ -323,6 +370,24 @@ class Clock:
             _finish(job)
         self.overhead_ms = statistics.median(self.calibration) if self.calibration else 0.0
         return self.overhead_ms
+
+
+def _calibration_child(mem_child: socket.socket, expose: bool, read_fd: int, write_fd: int, calls: int) -> None:
+    code = 0
+    try:
+        hand_memory(mem_child, expose)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        os.setpriority(os.PRIO_PROCESS, 0, 0)
+        os.close(read_fd)
+        from .wire import write_fd as emit_to
+
+        clocked.calibration(lambda frame: emit_to(write_fd, frame), calls)
+    except BaseException:
+        code = 3
+    finally:
+        os._exit(code)
 
 
 def _finish(job: Job) -> None:

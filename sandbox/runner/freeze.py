@@ -149,3 +149,38 @@ def ran(before: dict[int, int], after: dict[int, int]) -> int:
     that appeared in between counts whole, and at least one tick (it was forked:
     something of the scope ran, if for less than a tick)."""
     return sum(max(0, t - before[pid]) if pid in before else max(1, t) for pid, t in after.items())
+
+
+def stop_others(uid: int, sole_uid: bool, sessions: set[int]) -> list[int] | None:
+    """Stops (SIGSTOP, confirmed) every process beside the runner that may run untrusted
+    code: with a sole uid, every other process of it; otherwise those of the live jobs'
+    sessions. The processes it stopped (``cont`` them after; those already stopped, a held
+    job's, stay as they were), or None, with all of them continued, if some would not stop."""
+    me, stopped = os.getpid(), set()
+    for _ in range(FREEZE_ROUNDS):
+        running = []
+        for pid, owner in confine.owners().items():
+            if pid == me or owner != uid or not (sole_uid or session_of(pid) in sessions):
+                continue
+            st = _stat(pid)
+            if st is not None and st[0] not in STOPPED_STATES:
+                running.append(pid)
+        if not running:
+            return sorted(stopped)
+        for pid in running:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                stopped.add(pid)
+            except OSError:
+                pass
+        time.sleep(0.0002)
+    cont(sorted(stopped))
+    return None
+
+
+def cont(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except OSError:
+            pass

@@ -22,27 +22,6 @@ from .loader import LoadError, describe, load_module, signature_of
 from .shared import DTYPES
 from .timed import flatten_output, seed_all
 
-# Bound before any untrusted code loads: a parked job's turns end here.
-_stop_here = timing.stop_here
-
-
-def turns(job: dict[str, Any], emit: Emit, first: Callable[[], None] | None = None) -> Callable[[], None] | None:
-    """A parked job's end of turn (``sandbox/runner/turns.py``): stopped until
-    continued, then a "resumed" frame, the first it writes (the runner's stamp
-    on it says when the job ran again); ``first`` runs before it parks. None
-    for a job timed in one go."""
-    if not (job.get("park") and job["device"] == "cpu"):
-        return None
-    pending = [first] if first is not None else []
-
-    def turn() -> None:
-        while pending:
-            pending.pop()()
-        _stop_here()
-        emit({"kind": "phase", "name": "resumed"})
-
-    return turn
-
 Emit = Callable[[dict[str, Any]], None]
 
 _clone = torch.Tensor.clone
@@ -250,8 +229,9 @@ def time_baselines(job: dict[str, Any], emit: Emit, model: torch.nn.Module, sets
                    warm_inputs: list[Any], synced: Callable[[], None]) -> None:
     """Eager, always timed here, in the same run as the candidate; torch.compile
     unless a cached timing of it stands: only if the eager timing cached with
-    it agrees with this one (the machine as loaded as then). A parked job
-    (``park``) times them by turns with the candidate's pass, set by set."""
+    it agrees with this one (the machine as loaded as then). A job clocked by
+    the runner (``clocked``) times both in one pass, call by call in turns with
+    the candidate's (``clocked.time_clocked``)."""
     cached = job.get("cached_eager_ms")
     eager = timed.Party(model, sets, "baseline_eager", warm_inputs, synced)
     if job.get("compile_baseline"):
@@ -265,17 +245,10 @@ def time_baselines(job: dict[str, Any], emit: Emit, model: torch.nn.Module, sets
         clocked.time_clocked(job, emit, parties, first=lambda: compiled.emit_packed(emit)
                              if job.get("compile_baseline") else None)
         return
-    if job.get("park") and job["device"] == "cpu" and job.get("compile_baseline") and not cached:
-        # compiled in the warm-up, packed before the job parks (before any candidate runs)
-        turn = turns(job, emit, first=lambda: compiled.emit_packed(emit))
-        fresh = timed.Party(torch.compile(model), sets, "baseline_compile", warm_inputs, synced)
-        timed.time_parties(job, emit, [eager, fresh], turn)
-        return
-    eager_ms = timed.time_parties(job, emit, [eager], turns(job, emit))[0]
+    eager_ms = timed.time_parties(job, emit, [eager])[0]
     if job.get("compile_baseline") and not (cached and timing.agrees(eager_ms, cached)):
         timed.emit_timing(job, emit, torch.compile(model), sets, "baseline_compile", warm_inputs, synced)
-        if not job.get("park"):  # with the candidate alive meanwhile, nothing is packed
-            compiled.emit_packed(emit)
+        compiled.emit_packed(emit)
 
 
 def record_ops(model: torch.nn.Module, inputs: list[Any], device: str) -> dict[str, Any]:
@@ -339,7 +312,7 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
     sets: list[list[Any]] = []
     warm: list[Any] | None = None
     timing_model = None
-    clocked_inputs: list[Any] | None = None
+    clocked_inputs: tuple[list[Any], int] | None = None
     for index, trial in enumerate(job["trials"]):
         frame: dict[str, Any] = {"kind": "trial", "index": trial.get("index", index)}
         try:
@@ -420,9 +393,12 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
         if job.get("clocked"):
             clocked.time_clocked(job, emit, [party])
             # the ablation's inputs: the set the runner loaded last (a replayed one, seen by this instance)
-            clocked_inputs = [_clone(v) if isinstance(v, _Tensor) else v for v in party.buffers]
+            timing_trials = [t for t in job["trials"] if t["tag"] == "timing"]
+            if watch.replayed:
+                clocked_inputs = ([_clone(v) if isinstance(v, _Tensor) else v for v in party.buffers],
+                                  timing_trials[watch.replayed[-1]].get("index"))
         else:
-            timed.time_parties(job, emit, [party], turns(job, emit))
+            timed.time_parties(job, emit, [party])
         emit({"kind": "post_timing", "outputs": watch.outputs, "structures": watch.structures, "spans": watch.spans,
               "provenance_reps": watch.provenance, "inputs_changed": watch.inputs_changed,
               "retained": watch.retained,
@@ -438,11 +414,12 @@ def run_candidate(job: dict[str, Any], emit: Emit) -> None:
 
 
 def ablation(job: dict[str, Any], module: Any, launches: guards.launches.LaunchCounter,
-             timed_model: torch.nn.Module | None, seen: list[Any] | None = None) -> dict[str, Any]:
+             timed_model: torch.nn.Module | None, seen: tuple[list[Any], int] | None = None) -> dict[str, Any]:
     """Forward once more with every custom kernel skipped: the judge fails the
     candidate if the output is still right. After timing it is the timed
     instance on a copy of a timing set that instance has seen (the first one, or
-    ``seen``: the last the runner loaded, where only the runner held the sets), so
+    ``seen``: the last the runner loaded and its trial's index, where only the
+    runner held the sets), so
     results kept by content are found too; otherwise a fresh instance on the first
     default trial."""
     device, filename = job["device"], job["filename"]
@@ -450,10 +427,11 @@ def ablation(job: dict[str, Any], module: Any, launches: guards.launches.LaunchC
     pos, trial = next(((i, t) for i, t in enumerate(job["trials"]) if t["tag"] == tag), (None, None))
     if trial is None:
         return {"kind": "ablation", "index": None}
-    frame: dict[str, Any] = {"kind": "ablation", "index": trial.get("index", pos)}
+    seen = seen if timed_model is not None else None
+    frame: dict[str, Any] = {"kind": "ablation", "index": seen[1] if seen is not None else trial.get("index", pos)}
     try:
         model = timed_model if timed_model is not None else build(module, "ModelNew", trial, device)
-        source = seen if seen is not None and timed_model is not None else trial["inputs"]
+        source = seen[0] if seen is not None else trial["inputs"]
         inputs = to_device([_clone(v) if isinstance(v, _Tensor) else v for v in source], device)
         mode = guards.ablation.Ablation(inputs + list(model.parameters()) + list(model.buffers()))
         launches.ablation = mode

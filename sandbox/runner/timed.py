@@ -176,6 +176,7 @@ class Party:
         self.store: list[list[Any]] = []
         self.emit: Emit | None = None  # set by ``loop``: the warm-up's phases
         self.warming = False
+        self.loop_state: timing.Loop | None = None  # a clocked pass's loop (``clocked``)
         self.null_source: list[Any] | None = None  # on CUDA, the last output back on the device (null pass)
         # FRESH: the storages a call may legitimately return (its inputs', the model's state),
         # and a weak handle on every other output storage of a timed call
@@ -268,19 +269,17 @@ class Party:
 
 def emit_timing(job: dict[str, Any], emit: Emit, model: Any, sets: list[list[Any]], label: str,
                 warm_inputs: list[Any], sync: Callable[[], None], watch: Watch | None = None,
-                turn: Callable[[], object] | None = None, seeds: list[int] | None = None) -> list[float]:
+                seeds: list[int] | None = None) -> list[float]:
     """Time ``model`` over ``sets`` (one repetition each) and emit a ``timing``
     frame; with ``watch``, every repetition is checked and some replayed under
-    the recorder (``replay``); with ``turn``, the pass runs by turns (``time_parties``)."""
-    return time_parties(job, emit, [Party(model, sets, label, warm_inputs, sync, watch, seeds)], turn)[0]
+    the recorder (``replay``)."""
+    return time_parties(job, emit, [Party(model, sets, label, warm_inputs, sync, watch, seeds)])[0]
 
 
-def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
-                 turn: Callable[[], object] | None = None) -> list[list[float]]:
+def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party]) -> list[list[float]]:
     """One timed pass over the parties' sets, set by set (every party's call on
-    a set before the next set), a ``timing`` frame per party. With ``turn``
-    (CPU only), the job parks once warmed up and its turn ends after every set
-    (``timing.time_cpu_parties``): the runner runs another job's pass between."""
+    a set before the next set), a ``timing`` frame per party (a pass clocked by
+    the runner is ``clocked.time_clocked``)."""
     device, budget = job["device"], job.get("time_budget_s", 10.0)
     flush: Callable[[], object] | None = None
     meta: dict[str, Any] = {}
@@ -297,7 +296,7 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
             # Triton's interpreter (not a real timing) keeps its single warm-up call.
             warmup = timing.CPU_WARMUP_CALLS if job.get("native_timing") else 1
             timed = timing.time_cpu_parties([(p.call, loop) for p, loop in zip(parties, loops)], budget, flush,
-                                            warmup, turn)
+                                            warmup)
         for p, times in zip(parties, timed):
             emit({"kind": "phase", "name": f"{p.label}:loop_end", "reps": len(times)})
         for p in parties:
@@ -322,8 +321,6 @@ def time_parties(job: dict[str, Any], emit: Emit, parties: list[Party],
             extra["cpus_used_over_ms"] = round(loop.wall_ns / 1e6, 3)
             extra["faults"], extra["preempted"] = loop.faults, loop.preempted
             extra["flush_rewritten"] = flush.rewritten if isinstance(flush, timing.CacheFlush) else 0
-        if turn is not None:
-            extra["interleaved"] = True
         if loop.host:
             extra["host_ms"] = {"timed": host_medians(loop.host)}
             if p.label in nulls:

@@ -282,22 +282,16 @@ def warm_up(loops: list[Loop], warmup: int = CPU_WARMUP_CALLS) -> None:
 
 
 def time_cpu_parties(parties: list[tuple[Callable[[int], object], Loop]], budget_s: float,
-                     flush: Callable[[], object] | None = None, warmup: int = CPU_WARMUP_CALLS,
-                     turn: Callable[[], object] | None = None) -> list[list[float]]:
+                     flush: Callable[[], object] | None = None,
+                     warmup: int = CPU_WARMUP_CALLS) -> list[list[float]]:
     """``time_cpu`` for several models of one process, set by set: every
-    party's call on set ``i`` before any party's on set ``i + 1``. With
-    ``turn``: called once the warm-ups are done (the job parks) and after every
-    set but the last (its turn ends); every set is timed, and the time spent in
-    ``turn`` is left out of the pass's CPU and wall time."""
+    party's call on set ``i`` before any party's on set ``i + 1``."""
     warm_up([loop for _, loop in parties], warmup)
-    if turn is not None:
-        turn()
     for _, loop in parties:
         if loop.start is not None:
             loop.start()
     deadline = _perf_ns() + int(budget_s * 1e9)
     times: list[list[float]] = [[] for _ in parties]
-    held_cpu = held_wall = 0
     # CPU time of all threads over the whole pass (per call it is too coarse to read).
     c_start, w_start = _cpu_ns(), _perf_ns()
     sets = min(loop.sets for _, loop in parties)
@@ -317,14 +311,10 @@ def time_cpu_parties(parties: list[tuple[Callable[[int], object], Loop]], budget
             loop.preempted.append(u1.ru_nivcsw - u0.ru_nivcsw)
             if loop.after is not None:
                 loop.after(i)
-        if turn is not None and i < sets - 1:  # after the last set the job goes on to its end
-            c0, w0 = _cpu_ns(), _perf_ns()
-            turn()
-            held_cpu, held_wall = held_cpu + _cpu_ns() - c0, held_wall + _perf_ns() - w0
-        elif turn is None and _perf_ns() > deadline and len(times[0]) >= CPU_MIN_REPS:
+        if _perf_ns() > deadline and len(times[0]) >= CPU_MIN_REPS:
             break
     for _, loop in parties:
-        loop.cpu_ns, loop.wall_ns = _cpu_ns() - c_start - held_cpu, _perf_ns() - w_start - held_wall
+        loop.cpu_ns, loop.wall_ns = _cpu_ns() - c_start, _perf_ns() - w_start
     return times
 
 

@@ -13,6 +13,8 @@ alike -- while one is timed, nothing of the other runs.
 Frames sent here, besides the jobs' own (stamped, with the job's id) and the
 clock's (``clocking``):
 
+  {"kind": "paused", "job": id, "from": t0, "to": t1}  the job was held stopped
+      from t0 to t1 (the runner's clock): its cost phases leave that out;
   {"kind": "crosstalk", "job": id, "ticks": n, "during": other}  a held job's
       processes ran n clock ticks during the other's turn;
   {"kind": "exit", "job": id, ...}  a job ended (its reason "unstoppable"

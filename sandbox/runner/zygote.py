@@ -27,6 +27,7 @@ stamps every frame as it arrives; the child cannot reach that clock.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import os
 import random
@@ -137,20 +138,26 @@ class Runner:
         # a job clocked by the runner hands it its memory (``clocking``), before any untrusted code runs
         mem_child, mem_side = socket.socketpair() if job.get("clocked") else (None, None)
         started = time.monotonic()
-        pid = os.fork()
-        if pid == 0:  # child
+        mem_fd = -1
+        with clocking.others_stopped(self) if mem_child is not None else contextlib.nullcontext(False) as expose:
+            pid = os.fork()
+            if pid == 0:  # child
+                if mem_child is not None:
+                    try:
+                        clocking.hand_memory(mem_child, expose)
+                        mem_side.close()
+                    except BaseException:
+                        os._exit(3)
+                self._child(job, msg, uid, unique, scratch, read_fd, write_fd, child_side)
             if mem_child is not None:
-                clocking.hand_memory(mem_child)
-                mem_side.close()
-            self._child(job, msg, uid, unique, scratch, read_fd, write_fd, child_side)
+                mem_child.close()
+                mem_fd = clocking.take_memory(mem_side)
         os.close(write_fd)
         if child_side is not None:
             child_side.close()
         live = Job(self, msg, pid, uid, unique, read_fd, scratch, started,
                    shared.Inbox(side) if side is not None else None)
-        if mem_child is not None:
-            mem_child.close()
-            live.mem_fd = clocking.take_memory(mem_side)
+        live.mem_fd = mem_fd
         if job.get("park") and live.watch(until_stop=True) == "stopped" and live.hold():
             # Parked before its timed pass (``turns``): held, stopped, until the judge
             # interleaves it with another job's pass or drops it.
