@@ -9,7 +9,10 @@ the returned values depend on. Here, in the judge, on plain numbers:
     torch share  = torch FLOPs the candidate's outputs depend on / reference FLOPs
     kernel share = 1 - torch share (0 if some output was not written by a kernel)
 
-and the same in bytes. The check (``kernel_provenance``) is decided on FLOPs:
+and the same in bytes. The FLOPs torch did in the call at all count too, where
+more (``all_torch``): a kernel handed an address in a form the data flow cannot
+follow (two 32-bit halves, an offset from another tensor) would otherwise have
+torch's work credited to it; an honest candidate's torch work feeds its outputs. The check (``kernel_provenance``) is decided on FLOPs:
 torch may do at most ``TORCH_SHARE_MAX`` of the reference's FLOPs as glue (a
 bias add after a kernel's matmul, an affine after a kernel's normalisation).
 Bytes are reported, not enforced: a bias add moves as many bytes as the
@@ -34,6 +37,9 @@ def _share(part: float, whole: float) -> float:
 def shares(ref_work: dict[str, Any], prov: dict[str, Any]) -> dict[str, Any]:
     """Kernel and torch shares of one trial (see the module docstring)."""
     torch_work = prov.get("torch") or {}
+    all_work = prov.get("all_torch") or {}
+    if float(all_work.get("flops", 0.0)) > float(torch_work.get("flops", 0.0)):
+        torch_work = all_work
     outputs = prov.get("outputs") or []
     from_kernels = bool(outputs) and all(o.get("kernel") and not o.get("unrecorded") for o in outputs)
     out: dict[str, Any] = {"outputs_from_kernels": from_kernels, "torch_share_max": TORCH_SHARE_MAX}
@@ -64,8 +70,9 @@ def problems(ref_work: dict[str, Any], prov: dict[str, Any] | None) -> list[str]
     if s["torch_share_flops"] > TORCH_SHARE_MAX:
         ops = sorted((s["torch"].get("by_op") or {}).items(), key=lambda kv: -kv[1][0])
         named = ", ".join(f"aten::{op} {v[0]:.3g} FLOPs" for op, v in ops[:5])
-        found.append(f"torch computed {s['torch_share_flops']:.0%} of the reference's FLOPs that the outputs "
-                     f"depend on (at most {TORCH_SHARE_MAX:.0%} may be glue): {named}")
+        found.append(f"torch computed {s['torch_share_flops']:.0%} of the reference's FLOPs in the call (at "
+                     f"most {TORCH_SHARE_MAX:.0%} may be glue), whether or not the outputs are seen to depend on "
+                     f"it: {named}")
     return found
 
 

@@ -146,3 +146,20 @@ def test_nonfinite_values_are_counted_chunk_by_chunk_and_first_stops_at_the_firs
     assert nonfinite_problems([ref], [out], first=True) == [
         "output 0 has at least 1 NaN/Inf value(s) where the reference has none"]
     assert nonfinite_problems([ref], [ref.clone()]) == [] and nonfinite_problems([ref], [ref], first=True) == []
+
+
+def test_atol_scales_with_a_small_output_and_never_with_a_large_one() -> None:
+    from sandbox.verdict import compare, tolerances
+
+    torch.manual_seed(0)
+    ref = torch.softmax(torch.randn(4, 16384), dim=1)  # every value near 6e-5, under the fp32 atol
+    atol, rtol = tolerances.for_output(ref)
+    assert atol < 1e-4 * 2e-4 and rtol == 1e-4
+    # off by 1e-3 relative (10 mantissa bits): within 1e-4 absolute, not within the scaled atol
+    rough = ref * (1 + 1e-3 * torch.sign(torch.randn_like(ref)))
+    assert compare.value_problems([ref], [rough])
+    assert not compare.value_problems([ref], [ref * (1 + 1e-6)])  # float32 rounding still passes
+    assert compare.value_problems([ref], [torch.zeros_like(ref)])  # zeros were "close" before
+    big = torch.randn(64, 64) * 10
+    assert tolerances.for_output(big) == (1e-4, 1e-4)
+    assert tolerances.for_output(ref, (1e-4, 1e-4)) == (1e-4, 1e-4)  # an override is taken as given
