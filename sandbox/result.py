@@ -79,8 +79,10 @@ class EvalResult:
 
 
 def cpu_label(frame: dict[str, Any]) -> str:
+    clock = "the runner's wall clock per call, outside the timed process," if frame.get("clocked") \
+        else "wall clock per call"
     return (f"cpu: {frame.get('cpu_model', 'unknown CPU')}, {frame.get('threads', '?')} thread(s); native kernels, "
-            f"wall clock per call with the last-level cache flushed ({int(frame.get('flush_bytes', 0)) >> 20} MB "
+            f"{clock} with the last-level cache flushed ({int(frame.get('flush_bytes', 0)) >> 20} MB "
             "read) before each; baselines timed the same way")
 
 
