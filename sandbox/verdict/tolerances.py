@@ -33,7 +33,7 @@ def for_dtype(dtype: torch.dtype, override: tuple[float, float] | None = None) -
     return DEFAULT.get(dtype, (1e-2, 1e-2) if dtype.is_floating_point else (0.0, 0.0))
 
 
-CHUNK = 1 << 24
+CHUNK = 1 << 20  # float64 temporaries of 8 MB, as compare.mismatch
 
 
 def magnitude(r: torch.Tensor) -> float:
