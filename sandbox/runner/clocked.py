@@ -93,9 +93,9 @@ def request(party: timed.Party, i: int, emit: Emit, clock: bool) -> None:
     _stop()
 
 
-def clocked_call(party: timed.Party, i: int, emit: Emit) -> float:
+def clocked_call(party: timed.Party, i: int, emit: Emit, loop: timing.Loop | None = None) -> float:
     """One call on set ``i`` between the runner's readings of its clock; this process's own
-    reading of it, in ms."""
+    reading of it, in ms; ``loop`` notes its faults and preemptions (a diagnosis)."""
     request(party, i, emit, clock=True)
     u0 = _usage(_SELF)
     t0 = _perf()
@@ -106,10 +106,8 @@ def clocked_call(party: timed.Party, i: int, emit: Emit) -> float:
     _stop()
     party.last[0] = out
     del out
-    loop = party.loop_state
-    if loop is not None:  # a diagnosis, as in an unclocked pass (``timing.Loop``)
-        loop.faults.append(u1.ru_minflt + u1.ru_majflt - u0.ru_minflt - u0.ru_majflt)
-        loop.preempted.append(u1.ru_nivcsw - u0.ru_nivcsw)
+    if loop is not None:
+        loop.note_usage(u0, u1)
     party.settle(i)
     return (t1 - t0) / 1e6
 
@@ -120,8 +118,6 @@ def time_clocked(job: dict[str, Any], emit: Emit, parties: list[timed.Party],
     replayed sets (``timed.replay``), loaded by the runner too. ``first`` runs once the
     warm-ups are done (a compiled baseline's cache packed), before the first set."""
     loops = [p.loop(emit) for p in parties]
-    for p, loop in zip(parties, loops):
-        p.loop_state = loop
     load_before = timing.load_average()
     sets = min(len(p.sets) for p in parties)
     with _no_grad():
@@ -132,8 +128,8 @@ def time_clocked(job: dict[str, Any], emit: Emit, parties: list[timed.Party],
         for p in parties:
             emit({"kind": "phase", "name": f"{p.label}:loop_start"})
         for i in range(sets):
-            for p, got in zip(parties, times):
-                got.append(clocked_call(p, i, emit))
+            for p, loop, got in zip(parties, loops, times):
+                got.append(clocked_call(p, i, emit, loop))
         for p, got in zip(parties, times):
             emit({"kind": "phase", "name": f"{p.label}:loop_end", "reps": len(got)})
             if p.watch is not None:

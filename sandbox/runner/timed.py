@@ -176,7 +176,6 @@ class Party:
         self.store: list[list[Any]] = []
         self.emit: Emit | None = None  # set by ``loop``: the warm-up's phases
         self.warming = False
-        self.loop_state: timing.Loop | None = None  # a clocked pass's loop (``clocked``)
         self.null_source: list[Any] | None = None  # on CUDA, the last output back on the device (null pass)
         # FRESH: the storages a call may legitimately return (its inputs', the model's state),
         # and a weak handle on every other output storage of a timed call

@@ -225,6 +225,12 @@ class Loop:
         # Per repetition on CUDA, by this process's clock (a diagnosis, never a verdict): ns
         # spent loading the set, in the repetition (flush, events, call, syncs), checking it.
         self.host: list[tuple[int, int, int]] = []
+
+    def note_usage(self, u0: resource.struct_rusage, u1: resource.struct_rusage) -> None:
+        """One call's page faults and involuntary context switches, from the process's
+        resource usage read before and after it."""
+        self.faults.append(u1.ru_minflt + u1.ru_majflt - u0.ru_minflt - u0.ru_majflt)
+        self.preempted.append(u1.ru_nivcsw - u0.ru_nivcsw)
         self.clocked_from = 0  # CUDA: the first repetition the outside clock reads (``time_cuda``)
 
 
@@ -307,8 +313,7 @@ def time_cpu_parties(parties: list[tuple[Callable[[int], object], Loop]], budget
             t1 = _perf_ns()
             u1 = _usage(_SELF)
             got.append((t1 - t0) / 1e6)
-            loop.faults.append(u1.ru_minflt + u1.ru_majflt - u0.ru_minflt - u0.ru_majflt)
-            loop.preempted.append(u1.ru_nivcsw - u0.ru_nivcsw)
+            loop.note_usage(u0, u1)
             if loop.after is not None:
                 loop.after(i)
         if _perf_ns() > deadline and len(times[0]) >= CPU_MIN_REPS:

@@ -12,7 +12,8 @@ the returned values depend on. Here, in the judge, on plain numbers:
 and the same in bytes. The FLOPs torch did in the call at all count too, where
 more (``all_torch``): a kernel handed an address in a form the data flow cannot
 follow (two 32-bit halves, an offset from another tensor) would otherwise have
-torch's work credited to it; an honest candidate's torch work feeds its outputs. The check (``kernel_provenance``) is decided on FLOPs:
+torch's work credited to it; an honest candidate's torch work feeds its outputs.
+The check (``kernel_provenance``) is decided on FLOPs:
 torch may do at most ``TORCH_SHARE_MAX`` of the reference's FLOPs as glue (a
 bias add after a kernel's matmul, an affine after a kernel's normalisation).
 Bytes are reported, not enforced: a bias add moves as many bytes as the
