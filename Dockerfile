@@ -48,6 +48,7 @@ COPY app/ /opt/kforge/app/
 COPY agents/ /opt/kforge/agents/
 COPY sandbox/ /opt/kforge/sandbox/
 COPY knowledge_base/ /opt/kforge/knowledge_base/
+COPY taxonomy/ /opt/kforge/taxonomy/
 COPY migrations/ /opt/kforge/migrations/
 COPY problems/ /opt/kforge/problems/
 
@@ -110,7 +111,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         python3.11 python3.11-venv python3.11-dev build-essential ninja-build ca-certificates \
-        libopenblas0-openmp libopenblas-dev libdnnl-dev \
+        libopenblas0-openmp libopenblas-dev libdnnl-dev libjemalloc2 \
  && rm -rf /var/lib/apt/lists/*
 RUN python3.11 -m venv /opt/venv \
  && pip install --upgrade pip \
@@ -144,13 +145,13 @@ CMD ["worker", "--queue", "gpu-h100"]
 # sandbox: what a docker sandbox container runs when the driver does not mount
 # the worker's runtime (DockerDriver(runtime_mount=False), with its defaults
 # image_python="python3", image_package_root="/opt/kforge"). The driver starts
-# `python3 -m sandbox.runner.zygote ...` with PATH=/usr/local/bin:/usr/bin:/bin
+# `python3 -m sandbox.runner.process.zygote ...` with PATH=/usr/local/bin:/usr/bin:/bin
 # and PYTHONPATH=/opt/kforge, as uid 65534, on a read-only root with a tmpfs at
 # /scratch. Code that runs in a sandbox imports only the standard library, torch
 # and triton, so the image holds those and sandbox/ alone: no app code, no keys.
 FROM cuda-python AS sandbox
-# numpy: what the worker's own environment offers candidates too.
-RUN pip install "numpy>=1.26" \
+# numpy and einops: what the worker's own environment offers references and candidates too.
+RUN pip install "numpy>=1.26" "einops>=0.8" \
  && printf '#!/bin/sh\nexec /opt/venv/bin/python "$@"\n' > /usr/local/bin/python3 \
  && chmod 0755 /usr/local/bin/python3 \
  && ln -s python3 /usr/local/bin/python
@@ -162,4 +163,4 @@ USER 65534:65534
 WORKDIR /scratch
 # The driver gives the full command line; no entrypoint may prefix it.
 ENTRYPOINT []
-CMD ["python3", "-c", "import torch, triton, sandbox.runner.zygote; print('kforge sandbox: torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"]
+CMD ["python3", "-c", "import torch, triton, sandbox.runner.process.zygote; print('kforge sandbox: torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"]

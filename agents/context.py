@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from .cpu_profile import describe_counters, describe_cpu, describe_ops
 
@@ -16,6 +16,42 @@ class Evaluator(Protocol):
 
     def evaluate(self, reference: str, candidate: str, reference_name: str = ..., candidate_name: str = ...,
                  options: Any = ...) -> Any: ...
+
+
+@runtime_checkable
+class Tuner(Protocol):
+    """A judge that also runs the tuning pass (many variants of one proposal timed side by side)."""
+
+    def tune(self, reference: str, candidates: list[str], reference_name: str = ..., options: Any = ...) -> Any: ...
+
+
+@runtime_checkable
+class Proposer(Protocol):
+    """Writes starter kernels for round 0 (the offline engine, or a stand-in in tests)."""
+
+    def propose(self, analysis: dict[str, Any], n: int) -> list[Any]: ...
+
+
+@runtime_checkable
+class PlanningEngine(Protocol):
+    """An engine that plans its proposals and says why (``plan(...).reason``); the search
+    asks it instead of ``propose``."""
+
+    def plan(self, analysis: dict[str, Any], n: int, signature: Any = ...) -> Any: ...
+
+
+@runtime_checkable
+class TuningEngine(Protocol):
+    """An engine with a wider space for the judge's tuning pass to time."""
+
+    def tuning_plan(self, analysis: dict[str, Any], n: int, signature: Any = ...) -> Any: ...
+
+
+@runtime_checkable
+class PerBackend(Protocol):
+    """An engine that writes a different kind of kernel per backend (C for cpu, Triton else)."""
+
+    def for_backend(self, backend: str) -> Proposer: ...
 
 
 class StrategySource(Protocol):

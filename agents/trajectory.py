@@ -37,6 +37,7 @@ class Attempt:
     elapsed_s: float = 0.0
     prompt_excerpt: str = ""
     judge_cost: dict[str, Any] = field(default_factory=dict)  # the judge's seconds by phase for this attempt
+    roofline: dict[str, Any] = field(default_factory=dict)  # the judge's: each party's fraction of the bound
 
 
 @dataclass
@@ -115,7 +116,7 @@ class Trajectory:
             "comparison": compare_attempt(best).to_json(),
             "best": None if best is None else {
                 "id": best.id, "code": best.code, "verdict": best.verdict, "speedup": best.speedup,
-                "strategy": best.strategy, "source": best.source, "timing": best.timing},
+                "strategy": best.strategy, "source": best.source, "timing": best.timing, "roofline": best.roofline},
             "rounds": [{
                 "index": r.index, "replanned": r.replanned,
                 "plan": [s.get("title", "") for s in r.plan],
@@ -123,7 +124,9 @@ class Trajectory:
                     "id": a.id, "parent_id": a.parent_id, "repair_of": a.repair_of, "strategy": a.strategy,
                     "source": a.source, "verdict": a.verdict, "reasons": a.reasons, "speedup": a.speedup,
                     "input_tokens": a.input_tokens, "output_tokens": a.output_tokens, "cost_usd": a.cost_usd,
-                    "elapsed_s": a.elapsed_s} for a in r.attempts]}
+                    "elapsed_s": a.elapsed_s,
+                    "roofline": ((a.roofline.get("parties") or {}).get("kernel") or {}).get("fraction")}
+                    for a in r.attempts]}
                 for r in self.rounds],
             "usage": self.usage,
             "elapsed_s": self.elapsed_s,

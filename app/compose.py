@@ -77,7 +77,7 @@ def guarded(judge: Any, device: str | None, settings: Settings | None = None, *,
     """The judge behind this host's lock for the GPU (app/gpu_lock.py): evaluations
     hold it when they run on CUDA (``always``: whatever the device), so two
     processes never time at once on one GPU; analyses never do."""
-    from sandbox.judge import resolve_device
+    from sandbox.options import resolve_device
 
     from .gpu_lock import LockedEvaluator, device_key
 

@@ -12,7 +12,7 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from .errors import NotAuthenticated
-from .jobs.broker import job_session
+from .jobs.sending.broker import job_session
 from .settings import Settings, get_settings
 
 

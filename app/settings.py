@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     # A verified token is remembered this long per process: a revocation takes effect within it.
     auth_cache_s: float = Field(default=10.0, ge=0)
     # PostgreSQL: each API process keeps GET /v1/jobs/{id} answers while it hears every change
-    # (LISTEN on the migration's triggers; app/jobs/read_cache.py).
+    # (LISTEN on the migration's triggers; app/jobs/reading/read_cache.py).
     api_read_cache: bool = True
     # The longest /v1/evaluate may hold a request open waiting for its verdict (wait_s is capped to it).
     api_max_wait_s: float = Field(default=600.0, ge=0)

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.agents.cpu_harness import cpu_proposals, load_source  # noqa: E402
+from tests.agents.offline.cpu_harness import cpu_proposals, load_source  # noqa: E402
 
 REF = '''import torch
 import torch.nn as nn

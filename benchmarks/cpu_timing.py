@@ -30,7 +30,8 @@ import torch  # noqa: E402
 import torch.utils.benchmark as tb  # noqa: E402
 
 from sandbox import EvalOptions, Judge  # noqa: E402
-from sandbox.runner import native, timing  # noqa: E402
+from sandbox.runner.measure import timing  # noqa: E402
+from sandbox.runner.native import library as native  # noqa: E402
 
 REF = """
 import torch

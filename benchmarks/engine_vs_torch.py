@@ -14,7 +14,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.batch.fit import fit_problem  # noqa: E402
-from tests.agents.cpu_harness import analyse, cpu_proposals, load_source  # noqa: E402
+from tests.agents.offline.cpu_harness import analyse, cpu_proposals, load_source  # noqa: E402
 
 
 def median_ms(f, args, reps=20):

@@ -10,6 +10,7 @@ calls in the runner, each party's own reading of its calls is printed beside
 the runner's (``inside_ms`` against ``times_ms``, medians).
 
     .venv/bin/python benchmarks/judge_best_again.py --code . --runs 2 OUT/problems/level1/71_*
+    .venv/bin/python benchmarks/judge_best_again.py --runs 4 --compile alternate OUT/problems/level1/1_*
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def main() -> None:
     ap.add_argument("--code", type=Path, default=Path(__file__).resolve().parents[1],
                     help="the repository whose sandbox package judges (default: this one)")
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--compile", choices=("on", "off", "alternate"), default="on",
+                    help="time torch.compile too (as the batch's final evaluation), not (as the search), "
+                         "or every other run")
     args = ap.parse_args()
     root = args.code.resolve()
     sys.path.insert(0, str(root))
@@ -59,11 +63,13 @@ def main() -> None:
             for run in range(args.runs):
                 inside.clear()
                 t0 = time.monotonic()
-                r = judge.evaluate(ref, best, options=EvalOptions(device="cpu"))
+                compiled = args.compile == "on" or args.compile == "alternate" and run % 2 == 0
+                r = judge.evaluate(ref, best, options=EvalOptions(device="cpu", compile_baseline=compiled))
                 t = r.timing or {}
                 cand = t.get("candidate") or {}
                 print(json.dumps({
-                    "code": str(root), "problem": folder.name, "run": run + 1, "verdict": r.verdict,
+                    "code": str(root), "problem": folder.name, "run": run + 1, "compile": compiled,
+                    "verdict": r.verdict,
                     "kernel_q1_median_q3_ms": [round(cand.get(k) or 0, 2) for k in ("q1_ms", "median_ms", "q3_ms")],
                     "eager_ms": round((t.get("baseline_eager") or {}).get("median_ms") or 0, 2),
                     "compile_ms": round((t.get("baseline_compile") or {}).get("median_ms") or 0, 2),

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.sandbox.test_shared_tensors import native_relu, relu_problem  # noqa: E402
+from tests.sandbox.runner.test_shared_tensors import native_relu, relu_problem  # noqa: E402
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from knowledge_base import FileStore, Filters, HashingEmbedder, KnowledgeBase, MiniLMEmbedder  # noqa: E402
-from knowledge_base.embed import Embedder  # noqa: E402
+from knowledge_base.ranking.embed import Embedder  # noqa: E402
 
 # (query, relevant seed ids without the "seed-" prefix, filters: families, backend, arch)
 QUERIES: list[tuple[str, list[str], dict]] = [

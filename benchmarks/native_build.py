@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 from sandbox import native_sources  # noqa: E402
 from sandbox.judge import Judge  # noqa: E402
 from sandbox.native import build as native_build  # noqa: E402
-from sandbox.runner import native, timing  # noqa: E402
+from sandbox.runner.measure import timing  # noqa: E402
+from sandbox.runner.native import library as native  # noqa: E402
 
 # 50 lines of C: a row-wise layer norm with an OpenMP-parallel outer loop.
 KERNEL = r"""

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
-from tests.agents.cpu_harness import cpu_proposals, load_source  # noqa: E402
+from tests.agents.offline.cpu_harness import cpu_proposals, load_source  # noqa: E402
 
 
 def median_seconds(fn, args, n: int = 20) -> float:

@@ -11,12 +11,12 @@ BM25 + structured filters). A library: it imports nothing else of KForge.
 
 from .confidence import ConfidencePolicy, confidence, evidence_summary
 from .distil import distil
-from .embed import Embedder, HashingEmbedder, MiniLMEmbedder, load_embedder
 from .facade import KnowledgeBase, UnknownStrategy, query_for
 from .filters import Filters
 from .merge import merge
 from .model import AppliesTo, ArchiveEntry, Evidence, Strategy, applies_to
 from .problem_identity import arch_of, op_families, problem_signature
+from .ranking.embed import Embedder, HashingEmbedder, MiniLMEmbedder, load_embedder
 from .retrieval import Hit, Retriever, Weights
 from .seed import load_seed, seed_strategies
 from .store import FileStore, Indexed, Store

@@ -76,6 +76,11 @@ def evidence_summary(strategy: Strategy, arch: str | None = None) -> str:
         parts.append(f"mean speedup {mean:.2f}x (best {best.speedup:.2f}x on {best.problem})")
     elif passed:
         parts.append("speed not measured (no GPU)")
+    roofed = [e for e in passed if e.fraction is not None]
+    if roofed:
+        top = max(roofed, key=lambda e: e.fraction or 0.0)
+        parts.append(f"at best {top.fraction:.0%} of the machine's roofline bound (on {top.problem}): "
+                     + ("little headroom left" if (top.fraction or 0.0) >= 0.8 else "headroom left"))
     regressions = sum(e.regression for e in ev)
     if regressions:
         parts.append(f"{regressions} regression{'s' * (regressions != 1)} (slower than eager)")

@@ -23,6 +23,8 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from taxonomy.op_families import TEMPLATES
+
 from .confidence import confidence
 from .merge import merge
 from .model import FAMILIES, Evidence, Strategy, applies_to
@@ -70,8 +72,11 @@ class _Evidence:
     def of(self, attempt: dict[str, Any]) -> Evidence:
         verdict = str(attempt.get("verdict", "error"))
         speedup = attempt.get("speedup") if verdict == "pass" else None
+        kernel = ((attempt.get("roofline") or {}).get("parties") or {}).get("kernel") or {}
+        fraction = kernel.get("fraction") if verdict == "pass" else None
         return Evidence(self.job_id, self.problem, self.signature, str(attempt["id"]),
-                        None if speedup is None else float(speedup), verdict, self.arch, self.backend, self.now)
+                        None if speedup is None else float(speedup), verdict, self.arch, self.backend, self.now,
+                        None if fraction is None else float(fraction))
 
     def of_chain(self, chain: list[dict[str, Any]]) -> Evidence:
         """A repaired candidate counts once: its passing attempt if any, else its last."""
@@ -122,7 +127,7 @@ def _from_offline(attempts: list[dict[str, Any]], trajectory: dict[str, Any], an
                    + "; ".join(lines) + ".")
         rationale = ("Autotuned launch parameters of a verified template: the block size and warp count that "
                      "won here are the first to try on a problem of the same family and shape regime.")
-        families = [family] if family in FAMILIES else ["other"]
+        families = [TEMPLATES.get(family, "other")]  # the work the template's kernels do
         title = f"Offline {family} template with tuned launch parameters"
         out.append(Strategy(
             id=strategy_id("learned:offline", title, families), title=title, summary=summary, rationale=rationale,
@@ -187,7 +192,8 @@ def distil_prompt(trajectory: dict[str, Any], analysis: dict[str, Any], attempts
                       for p in _plans(trajectory).values()) or "(none)"
     return Template(PROMPT.read_text(encoding="utf-8")).substitute(
         problem=trajectory.get("problem", ""), families=", ".join(op_families(analysis)), backend=backend,
-        arch=arch, shape_regime=shape_regime(analysis) or "unknown", attempts=listed, plans=plans, count=count)
+        arch=arch, shape_regime=shape_regime(analysis) or "unknown", attempts=listed, plans=plans, count=count,
+        family_names=", ".join(FAMILIES))
 
 
 def parse_reply(text: str) -> list[dict[str, Any]]:

@@ -15,11 +15,11 @@ from typing import Any
 
 from .confidence import ConfidencePolicy, confidence, evidence_summary
 from .distil import Summarise, distil
-from .embed import Embedder, load_embedder
 from .filters import Filters
 from .merge import DEFAULT_THRESHOLD, merge
 from .model import ArchiveEntry, Strategy
 from .problem_identity import arch_of, dtypes_of, op_families, problem_signature, shape_regime
+from .ranking.embed import Embedder, load_embedder
 from .retrieval import Hit, Mode, Retriever, Weights
 from .seed import load_seed
 from .store import FileStore, Store

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .confidence import ConfidencePolicy, confidence
-from .embed import Embedder, vector_tag
 from .filters import Filters
 from .model import Evidence, Strategy
+from .ranking.embed import Embedder, vector_tag
 from .retrieval import ensure_vectors
 from .store import Store
 

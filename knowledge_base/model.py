@@ -11,10 +11,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypedDict
 
+from taxonomy import op_families
+
 Source = Literal["seed", "learned:llm", "learned:offline"]
 SOURCES: tuple[str, ...] = ("seed", "learned:llm", "learned:offline")
-FAMILIES: tuple[str, ...] = ("elementwise", "softmax", "norm", "reduction", "matmul", "conv", "attention", "pool",
-                             "other")
+FAMILIES: tuple[str, ...] = op_families.NAMES  # the one table's families, elementwise and "other"
 ANY = "any"  # in an applies_to list: no restriction
 
 
@@ -45,6 +46,9 @@ class Evidence:
     arch: str               # "sm_90", "cpu"
     backend: str
     at: float = field(default_factory=time.time)
+    # the kernel's fraction of its roofline bound on the machine that judged it (issue 56):
+    # how much a strategy left to win there; None where no ceilings were kept
+    fraction: float | None = None
 
     @property
     def key(self) -> tuple[str, str]:

@@ -18,6 +18,8 @@ import hashlib
 import re
 from typing import Any
 
+from taxonomy import op_families
+
 VERSION = "v1"  # bump when the normal form changes: archive keys change with it
 
 _SIZE_NAME = re.compile(r"batch|seq|len|features|channels|height|width|hidden|heads|tokens|rows|cols|^n_|^num_|"
@@ -115,41 +117,9 @@ def problem_signature(reference_source: str) -> str:
 
 
 # -- op families from the judge's analysis -------------------------------------------------------------------
-_OPS: dict[str, set[str]] = {
-    "attention": {"scaled_dot_product_attention", "_scaled_dot_product_flash_attention", "multiheadattention",
-                  "_scaled_dot_product_efficient_attention", "_scaled_dot_product_attention_math",
-                  "_scaled_dot_product_cudnn_attention", "_flash_attention_forward"},
-    "matmul": {"mm", "bmm", "addmm", "matmul", "linear", "einsum", "baddbmm", "addbmm", "mv", "dot", "tensordot",
-               "_addmm_activation", "addmv", "outer", "bilinear", "_scaled_mm", "_int_mm"},
-    "conv": {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-             "conv_transpose3d", "convtranspose1d", "convtranspose2d", "convtranspose3d", "cudnn_convolution",
-             "mkldnn_convolution", "_slow_conv2d_forward", "_conv_depthwise2d"},
-    "softmax": {"softmax", "_softmax", "log_softmax", "_log_softmax", "logsoftmax", "softmin"},
-    "norm": {"layer_norm", "native_layer_norm", "layernorm", "group_norm", "native_group_norm", "groupnorm",
-             "batch_norm", "native_batch_norm", "batchnorm1d", "batchnorm2d", "batchnorm3d",
-             "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "instance_norm",
-             "instancenorm2d", "rms_norm", "rmsnorm", "_fused_rms_norm", "normalize", "local_response_norm"},
-    "pool": {"max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "max_pool3d_with_indices",
-             "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-             "adaptive_avg_pool3d", "_adaptive_avg_pool2d", "adaptive_max_pool2d", "maxpool1d", "maxpool2d",
-             "maxpool3d", "avgpool1d", "avgpool2d", "avgpool3d", "adaptiveavgpool2d", "adaptivemaxpool2d"},
-    "reduction": {"sum", "mean", "amax", "amin", "max", "min", "logsumexp", "var", "std", "var_mean", "std_mean",
-                  "norm", "linalg_vector_norm", "prod", "cumsum", "cumprod", "argmax", "argmin", "nansum",
-                  "nanmean", "median", "aminmax", "topk", "sort", "all", "any"},
-}
-_ELEMENTWISE = {
-    "relu", "relu6", "gelu", "sigmoid", "tanh", "silu", "mish", "selu", "elu", "leaky_relu", "hardtanh", "clamp",
-    "clamp_min", "clamp_max", "clip", "softplus", "hardsigmoid", "hardswish", "exp", "exp2", "log", "log2", "abs",
-    "neg", "sqrt", "rsqrt", "reciprocal", "square", "pow", "sin", "cos", "erf", "add", "sub", "mul", "div",
-    "maximum", "minimum", "where", "threshold", "sign", "floor", "ceil", "round", "fmod", "remainder", "logaddexp",
-    "lerp", "addcmul", "addcdiv", "softsign", "tanhshrink", "hardshrink", "softshrink", "logsigmoid", "gelu_",
-    "relu_", "add_", "mul_", "true_divide", "rsub", "eq", "ne", "lt", "le", "gt", "ge", "masked_fill", "dropout",
-    "sigmoid_", "expm1", "log1p", "prelu", "glu", "celu", "hardtanh_", "leakyrelu", "tanh_", "copy_", "to",
-    "type_as", "float", "half", "bfloat16", "_to_copy",
-}
-_BY_OP = {op: fam for fam, ops in _OPS.items() for op in ops} | {op: "elementwise" for op in _ELEMENTWISE}
-_RANK = {f: i for i, f in enumerate(("attention", "matmul", "conv", "softmax", "norm", "pool", "reduction",
-                                     "elementwise", "other"))}
+# The one table of op families (taxonomy/op_families.py), with the traced graph's spellings.
+_BY_OP = op_families.by_op(spellings=True) | {op: "elementwise" for op in op_families.ELEMENTWISE}
+_RANK = {f: i for i, f in enumerate(op_families.NAMES)}
 
 
 def _op_names(analysis: dict[str, Any]) -> set[str]:

@@ -16,11 +16,11 @@ from typing import Literal
 
 import numpy as np
 
-from .bm25 import BM25, tokenize
 from .confidence import ConfidencePolicy, confidence
-from .embed import Embedder, vector_tag
 from .filters import Filters, family_match
 from .model import Strategy
+from .ranking.bm25 import BM25, tokenize
+from .ranking.embed import Embedder, vector_tag
 from .seed import cached_vectors
 from .store import Indexed, Store
 

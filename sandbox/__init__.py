@@ -1,6 +1,6 @@
 """The judge: problem loading, sandboxed runners, checks and timing.
 
-Exports are resolved lazily, so that ``python -m sandbox.runner.zygote``
+Exports are resolved lazily, so that ``python -m sandbox.runner.process.zygote``
 (code that runs inside the sandbox) does not import the judge, or torch,
 before it has isolated itself.
 """

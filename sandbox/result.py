@@ -9,7 +9,8 @@ from typing import Any
 
 from .drivers.base import JobOutcome
 from .verdict import check_list, tolerances
-from .verdict.checks import FAIL, PASS, SKIPPED, Check, median_iqr
+from .verdict.checks import FAIL, PASS, SKIPPED, Check
+from .verdict.timer_checks import median_iqr
 
 # Checks whose failure means the numbers are wrong (``correct`` is False);
 # the others catch cheating and misbehaviour around correct-looking numbers.
@@ -28,6 +29,7 @@ class EvalResult:
     timing: dict[str, Any] = field(default_factory=dict)
     perturbed: list[dict[str, int]] = field(default_factory=list)
     work: dict[str, Any] = field(default_factory=dict)  # kernel / torch shares of the reference's work
+    roofline: dict[str, Any] = field(default_factory=dict)  # against this machine's ceilings (verdict/roofline.py)
     elapsed_s: float = 0.0
     cost: dict[str, Any] = field(default_factory=dict)  # seconds by phase (sandbox/cost.py)
 
@@ -72,6 +74,7 @@ class EvalResult:
             "sandbox": self.sandbox,
             "perturbed_sizes": self.perturbed,
             "work": self.work,
+            "roofline": self.roofline,
             "tolerances": tolerances.describe(),
             "elapsed_s": round(self.elapsed_s, 3),
             "cost": self.cost,
@@ -83,7 +86,7 @@ def cpu_label(frame: dict[str, Any]) -> str:
         else "wall clock per call"
     return (f"cpu: {frame.get('cpu_model', 'unknown CPU')}, {frame.get('threads', '?')} thread(s); native kernels, "
             f"{clock} with the last-level cache flushed ({int(frame.get('flush_bytes', 0)) >> 20} MB "
-            "read) before each; baselines timed the same way")
+            f"read) before each; {frame.get('allocator', 'glibc')}'s allocator; baselines timed the same way")
 
 
 def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: bool = False) -> dict[str, Any]:
@@ -108,7 +111,7 @@ def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: b
             out[name]["interleaved"] = True
         else:
             out[name]["source"] = "fresh: timed in this run"
-        if frame.get("clocked"):  # sandbox/runner/clocking.py
+        if frame.get("clocked"):  # sandbox/runner/process/clocking.py
             out[name]["clocked"] = True
             out[name]["clock"] = ("the runner's, outside the timed process: each call's window less "
                                   f"{float(frame.get('clock_overhead_ms') or 0):.4f} ms, the clock's own cost")
@@ -126,6 +129,8 @@ def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: b
         out["label"] = cpu_label(runs.get("candidate", first))
         out["cpu_model"] = runs.get("candidate", first).get("cpu_model")
         out["threads"] = runs.get("candidate", first).get("threads")
+        out["allocator"] = runs.get("candidate", first).get("allocator")
+        out["flush_bytes"] = runs.get("candidate", first).get("flush_bytes")
         mismatch = {f.get("threads") for f in runs.values()}
         if len(mismatch) > 1:
             out["note"] = f"thread counts differ between timed runs: {sorted(map(str, mismatch))}"

@@ -3,7 +3,7 @@
 The search hands over the variants (candidate files with native C sources); the
 judge reads each one's text policy, builds every source in one build job (on
 every granted CPU; cached per machine like any build) and runs one ``tune``
-job (``runner/tune.py``): the variants' outputs compared with the reference's
+job (``runner/phases/tune.py``): the variants' outputs compared with the reference's
 on one input set, then the right ones and eager timed set by set. Nothing here
 is a verdict or a reported speedup: the search sends the fastest few to the
 full judge (``Judge.evaluate``), which decides from scratch.
@@ -31,7 +31,7 @@ from .verdict import tolerances
 TUNE_BUDGET_S = 5.0
 TUNE_SETS = 9
 # Seconds for the whole pass in its job (checks and timing): past it, the variants not yet
-# checked are left out, the first ones (the engine's preferred) always in (``runner/tune.py``).
+# checked are left out, the first ones (the engine's preferred) always in (``runner/phases/tune.py``).
 TUNE_PASS_BUDGET_S = 20.0
 STATUSES = ("timed", "wrong", "error", "policy", "build", "skipped")
 
@@ -93,7 +93,7 @@ def tune(run: Callable[[dict[str, Any]], JobOutcome], specs: dict[str, str] | No
     """``run`` runs one job in the warm sandbox (the judge's); ``specs`` are the
     sandbox's compiler specs (its ready frame's ``native``). ``judged``: how many of the
     first variants the caller judges in full anyway; a pass whose budget cannot rank more
-    than those stops after its first check (``runner/tune._ranks_nothing``)."""
+    than those stops after its first check (``runner/phases/tune._ranks_nothing``)."""
     started = time.monotonic()
     problem = load_problem(reference_name, reference)
     result = TuneResult([Tuned(i) for i in range(len(variants))])

@@ -5,9 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # OpenBLAS's OpenMP build and oneDNN: native kernels may call cblas_* and dnnl_*
-# (sandbox/runner/native.py links them).
+# (sandbox/runner/native/library.py links them).
 bash scripts/apt-need.sh libopenblas0-openmp libopenblas-dev libdnnl-dev \
   || echo "warning: OpenBLAS or oneDNN is not installed; native kernels that call cblas_* / dnnl_* will not link" >&2
+
+# jemalloc: the allocator every sandbox runner allocates through, so that no party's time
+# depends on what its process freed before (sandbox/drivers/allocator.py).
+bash scripts/apt-need.sh libjemalloc2 \
+  || echo "warning: jemalloc is not installed; sandbox runners use glibc's allocator (timings may drift)" >&2
 
 # hey: the closed-loop load generator of benchmarks/api_load.py (its open-loop driver is ours).
 bash scripts/apt-need.sh hey || echo "warning: hey is not installed; benchmarks/api_load.py needs it" >&2

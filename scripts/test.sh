@@ -10,6 +10,6 @@ bash scripts/apt-need.sh chromium docker-compose
 .venv/bin/lint-imports
 # Most tests run Triton in its interpreter; the one that compiles kernels for a
 # GPU target needs a process where the interpreter never ran, so it gets its own.
-COMPILE_TEST=tests/agents/test_offline_gpu_compile.py
+COMPILE_TEST=tests/agents/offline/test_gpu_compile.py
 .venv/bin/python -m pytest -q --durations=25 --ignore="$COMPILE_TEST" "$@"
 .venv/bin/python -m pytest -q "$COMPILE_TEST"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("app", "agents", "sandbox", "knowledge_base")
+PACKAGES = ("app", "agents", "sandbox", "knowledge_base", "taxonomy")
 
 
 def cycles(graph: grimp.ImportGraph) -> list[list[str]]:

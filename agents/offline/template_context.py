@@ -155,11 +155,12 @@ class Context:
         names = self.signature.forward_names()
         return names[index] if index < len(names) else f"x{index}"
 
-    def leaf_arg(self, leaf: Expr, drawn: bool = False) -> str:
-        """A leaf as forward passes it to a kernel: an input (a boolean mask as float32) or a
-        parameter, reshaped when the reference gave it size-1 dims to broadcast (ir._unit_view).
-        A ``random`` leaf is drawn by the kernel's host (``draw``): forward passes None, and only
-        a template that draws it may ask (``drawn=True``)."""
+    def leaf_arg(self, leaf: Expr, drawn: bool = False, native_bool: bool = False) -> str:
+        """A leaf as forward passes it to a kernel: an input (a boolean mask as float32, unless
+        the kernel reads bool itself: ``native_bool``) or a parameter, reshaped when the
+        reference gave it size-1 dims to broadcast (ir._unit_view). A ``random`` leaf is drawn
+        by the kernel's host (``draw``): forward passes None, and only a template that draws it
+        may ask (``drawn=True``)."""
         if leaf.kind == "random":
             if not drawn:
                 raise NotRenderable(f"{leaf.ref}: a random operand (dropout in training mode) this template "
@@ -168,7 +169,7 @@ class Context:
         arg = self.param_access(leaf.ref) if leaf.kind != "input" else self.forward_arg(leaf.index)
         if leaf.attrs.get("view"):
             arg = f"{arg}.reshape({', '.join(t.format(t=arg) for t in leaf.attrs['view'])})"
-        return f"{arg}.to(torch.float32)" if leaf.kind == "input" and leaf.dtype == "bool" else arg
+        return f"{arg}.to(torch.float32)" if leaf.kind == "input" and leaf.dtype == "bool" and not native_bool else arg
 
     @staticmethod
     def draw(leaf: Expr, like: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sandbox.verdict import roofline
+
 from ..context import Context
 from ..prompting import FormatError, json_block, render, variant
 from ..providers import Completion, Provider
@@ -63,6 +65,12 @@ def describe_attempts(attempts: list[Attempt]) -> str:
     lines = []
     for a in attempts[-12:]:
         result = f"{a.verdict}" + (f", speedup {a.speedup:.2f}x" if a.speedup is not None else "")
+        kernel = (a.roofline.get("parties") or {}).get("kernel")
+        if kernel:  # the headroom: how far this kernel is from the machine's floor for the problem
+            result += f", {kernel['fraction']:.0%} of the {a.roofline['bound_by']}-bound floor"
         why = f" — {a.reasons[0][:200]}" if a.reasons else ""
         lines.append(f"- {a.id} [{a.source}] {a.strategy}: {result}{why}")
+    floor = next((roofline.describe(a.roofline) for a in reversed(attempts) if a.roofline.get("parties")), "")
+    if floor:
+        lines.append(f"Against this machine's ceilings (the last judged attempt): {floor}")
     return "\n".join(lines)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.verdict import check_list
+from sandbox.verdict import check_list, roofline
 
 from ..context import Context, Evaluator
 from ..cpu_profile import describe_timing
@@ -28,6 +28,7 @@ class Verification:
     review: dict[str, Any] = field(default_factory=dict)
     review_call: Completion | None = None
     cost: dict[str, Any] = field(default_factory=dict)  # the judge's seconds by phase (sandbox/cost.py)
+    roofline: dict[str, Any] = field(default_factory=dict)  # each party's fraction of the machine's bound
 
     def feedback(self) -> str:
         """Concrete, ordered feedback for the coder's next prompt."""
@@ -45,6 +46,8 @@ class Verification:
             lines.append(f"- timing: {describe_timing(self.timing)} ({self.timing.get('label', '')})")
         elif timing:
             lines.append(f"- timing: median {timing['median_ms']:.4f} ms ({self.timing.get('label', '')})")
+        if roofline.describe(self.roofline):
+            lines.append(f"- roofline: {roofline.describe(self.roofline)}")
         if self.review.get("advice"):
             lines.append(f"- advice: {self.review['advice']}")
         return "\n".join(lines) or "- (no details)"
@@ -60,7 +63,8 @@ class Verifier:
         """Judge ``code``; review it with the model too when ``review`` (LLM-written code)."""
         result = self.evaluator.evaluate(ctx.reference, code, ctx.reference_name, name, self.options).to_json()
         v = Verification(result["verdict"], list(result["reasons"]), result["checks"], result["check_details"],
-                         result["speedup"], result.get("timing", {}), cost=dict(result.get("cost") or {}))
+                         result["speedup"], result.get("timing", {}), cost=dict(result.get("cost") or {}),
+                         roofline=dict(result.get("roofline") or {}))
         if review and v.verdict == "pass" and self.provider is not None:
             self._review(ctx, code, v)
         return v

@@ -14,7 +14,8 @@ class LimitsExceeded(Exception):
 
 
 class TargetReached(Exception):
-    """A verified candidate reached the target speedup."""
+    """A verified candidate reached the target speedup, or so near the machine's ceiling that
+    little is left to win (``Budget.near_ceiling``)."""
 
 
 @dataclass
@@ -36,6 +37,9 @@ class SearchConfig:
     # (sandbox/tuning.py) before the fastest are judged in full; 0: no tuning pass
     tune_variants: int = 24
     parallel: int = 4
+    # a verified kernel at this fraction of its roofline bound (the machine's kept ceilings,
+    # sandbox/verdict/roofline.py), and not slower than eager, ends the search; None: never
+    roofline_stop: float | None = 0.8
 
     def __post_init__(self) -> None:
         backends.check(self.backend)
@@ -65,3 +69,13 @@ class Budget:
 
     def reached_target(self, speedup: float | None) -> bool:
         return self.config.target_speedup is not None and speedup is not None and speedup >= self.config.target_speedup
+
+    def near_ceiling(self, speedup: float | None, roofline: dict[str, Any]) -> float | None:
+        """The kernel's fraction of its roofline bound when it ends the search: at least
+        ``roofline_stop``, and the kernel not slower than eager (a baseline at the ceiling too
+        leaves the kernel nothing to win, but the result must not read as one)."""
+        stop = self.config.roofline_stop
+        fraction = ((roofline or {}).get("parties") or {}).get("kernel", {}).get("fraction")
+        if stop is None or fraction is None or speedup is None or speedup < 1.0:
+            return None
+        return fraction if fraction >= stop else None

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from knowledge_base.problem_identity import arch_of
+from sandbox.options import EvalOptions
 
-from ..context import Context, Evaluator, NoStrategies, StrategySource
+from ..context import Context, Evaluator, NoStrategies, PerBackend, PlanningEngine, StrategySource, Tuner, TuningEngine
 from ..offline.signature import from_source
 from ..providers import Completion, Provider
 from ..roles.coder import Coder, Draft
@@ -79,12 +80,17 @@ class Search:
         attempt.verdict, attempt.reasons, attempt.checks = v.verdict, v.reasons, v.checks
         attempt.check_details = dict(v.details)
         attempt.speedup, attempt.timing, attempt.review = v.speedup, v.timing, v.review
+        attempt.roofline = v.roofline
         attempt.judge_cost = v.cost
         attempt.elapsed_s += time.monotonic() - started
         self._save(traj)
         self.on_event({"kind": "attempt", "attempt": attempt})
         if v.verdict == "pass" and self.budget.reached_target(v.speedup):
             raise TargetReached(f"target speedup {self.config.target_speedup}x reached by {attempt.id}")
+        fraction = self.budget.near_ceiling(v.speedup, v.roofline) if v.verdict == "pass" else None
+        if fraction is not None:
+            raise TargetReached(f"{attempt.id} reached {fraction:.0%} of its roofline bound "
+                                f"({v.roofline.get('bound_by')}-bound on this machine's ceilings): little left to win")
         return v
 
     # -- the loop ------------------------------------------------------------
@@ -155,12 +161,12 @@ class Search:
         # Proposals are deterministic, so a resumed round judges exactly the ones it had not reached.
         # The engine writes kernels for the search's backend (C for cpu, Triton otherwise); every
         # proposal is judged, and where the judge measures speedups the fastest becomes the best.
-        offline = self.offline.for_backend(self.config.backend) if hasattr(self.offline, "for_backend") \
+        offline = self.offline.for_backend(self.config.backend) if isinstance(self.offline, PerBackend) \
             else self.offline
         tuned = self._tuned(traj, offline, analysis)
         if tuned is not None:
             proposals = tuned[:self.config.offline_starters]
-        elif hasattr(offline, "plan"):
+        elif isinstance(offline, PlanningEngine):
             # The constructor's names and defaults come from the reference's source: the
             # analysis only counts init inputs, and a defaulted argument (bias=True) it
             # never saw would make every proposal fail the signature check.
@@ -173,7 +179,7 @@ class Search:
         round_.plan = [{"title": f"offline: {p.family} {p.params}", "rationale": p.note} for p in proposals]
         self.on_event({"kind": "round", "index": 0, "plan": round_.plan})
         self._judge_proposals(traj, ctx, round_, proposals)
-        if hasattr(offline, "plan") and self.config.offline_extra > 0 and self._slower_than_eager(traj):
+        if isinstance(offline, PlanningEngine) and self.config.offline_extra > 0 and self._slower_than_eager(traj):
             # A verified kernel slower than eager is not a result: while the budget lasts, judge the
             # engine's further parameter sets (deterministic, so a resumed round finds the same ones).
             wanted = self.config.offline_starters + self.config.offline_extra
@@ -194,8 +200,8 @@ class Search:
         pass, fastest first; the round judges the first of them in full. None where there is no
         tuning (another backend, an engine or evaluator without it, a single proposal, or the pass
         failed: then the engine's own order stands). A resumed search keeps the order it saved."""
-        if self.config.backend != "cpu" or self.config.tune_variants < 2 or not hasattr(offline, "tuning_plan") \
-                or not hasattr(self.evaluator, "tune"):
+        if self.config.backend != "cpu" or self.config.tune_variants < 2 or not isinstance(offline, TuningEngine) \
+                or not isinstance(self.evaluator, Tuner):
             return None
         plan = offline.tuning_plan(analysis, self.config.tune_variants, from_source(traj.reference))
         traj.offline = plan.to_json()
@@ -322,7 +328,7 @@ def reusing_reference(options: Any) -> Any:
     """The judge's options for one search's candidates: the reference's correctness trials run
     once and are replayed for the next candidates (EvalOptions.reuse_reference); a final
     evaluation outside the search keeps fresh seeds."""
-    if dataclasses.is_dataclass(options) and hasattr(options, "reuse_reference"):
+    if isinstance(options, EvalOptions):
         return dataclasses.replace(options, reuse_reference=True)
     return options
 

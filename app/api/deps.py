@@ -3,7 +3,7 @@ work (`Db`, app/api/unit.py), the current user and the rate limit (the settings
 and the bearer token are shared with the dashboard: app/deps.py), and `Caller`,
 the three in one for the hot /v1/jobs routes: FastAPI's solving costs about
 40 us of CPU per dependency per request, a tenth of a job read's
-(docs/benchmarks.md, issue 31). The cheap ones are `async`: FastAPI runs a
+(docs/benchmarks/history/2026-11-27.md, issue 31). The cheap ones are `async`: FastAPI runs a
 sync dependency in a thread-pool trip of its own, which under load costs more
 than the work."""
 

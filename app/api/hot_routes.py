@@ -1,6 +1,6 @@
 """The two busiest routes, `GET /v1/jobs/{id}` and `POST /v1/jobs`, answered
 without FastAPI's routing, dependency solving and response validation: under
-load those cost more CPU than the work (docs/benchmarks.md, issue 31, third
+load those cost more CPU than the work (docs/benchmarks/history/2026-12-01.md, issue 31, third
 pass). The answer is made by the same functions the FastAPI routes call
 (`caller`: rate limit, token, unit of work; `job_detail_model`; `submit_job`),
 serialised as FastAPI serialises a `response_model`, errors through the same
@@ -24,9 +24,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import deps
 from ..errors import KForgeError
-from ..jobs import core_views
 from ..jobs.create import JOBS_SUBMITTED, submit_job
-from ..jobs.read_cache import cache_for
+from ..jobs.reading import core_views
+from ..jobs.reading.read_cache import cache_for
 from ..schemas import JobCreate, JobOut
 from ..settings import Settings
 from .deps import caller

@@ -8,8 +8,8 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from ..db.session import engine_for
-from ..jobs.broker import celery_app
-from ..jobs.notify import is_redis
+from ..jobs.reading.notify import is_redis
+from ..jobs.sending.broker import celery_app
 from ..settings import Settings
 from .metrics import DEPENDENCY_UP
 

@@ -1,9 +1,9 @@
 """The API's unit of work. Why not a session dependency: FastAPI runs every
 sync dependency and handler in its own trip through the thread pool, and under
-load those hand-offs cost more than the queries (docs/benchmarks.md). A
+load those hand-offs cost more than the queries (docs/benchmarks/history/2026-11-24.md). A
 request makes one trip: `await db.run(fn)` opens a session, calls
 `fn(session)`, commits, sends the jobs it queued to the broker (after the
-commit: a worker must find the row; app/jobs/broker.py), announces the jobs
+commit: a worker must find the row; app/jobs/sending/broker.py), announces the jobs
 it finished, and closes. On PostgreSQL a prebuilt read (`await db.rows(stmt,
 params)`, several at once with `db.rows_many`) and a one-statement write (`await
 db.write(...)`) skip the thread and the session: they run on the event loop
@@ -21,9 +21,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from ..db.loop_reads import loop_pool
-from ..db.session import engine_for
-from ..jobs.broker import after_commit, inspectable, send
-from ..jobs.loop_send import send_on_loop
+from ..db.session import engine_for, transaction
+from ..jobs.sending.broker import after_commit, inspectable, send
+from ..jobs.sending.loop_send import send_on_loop
 from ..settings import get_settings
 
 T = TypeVar("T")
@@ -73,7 +73,7 @@ class Db:
     async def write(self, statement: Executable, params: dict[str, Any], queued: list[tuple[str, str]]) -> None:
         """PostgreSQL only: one idempotent statement (LoopPool.execute), its own
         transaction, on the event loop; then the jobs `queued` ((id, queue)) are
-        sent: from the event loop to a Redis broker (app/jobs/loop_send.py), in
+        sent: from the event loop to a Redis broker (app/jobs/sending/loop_send.py), in
         the thread pool to another (Celery's client blocks). A broker outage
         leaves them for the reaper, as after `run`."""
         await loop_pool(self.url).execute(statement, params)
@@ -92,18 +92,12 @@ class Db:
                 raise again.__cause__ from None
 
     def _once(self, fn: Callable[[Session], T], read: bool) -> T:
-        with sessions(self.url)[read]() as session:
+        with transaction(self.url, factory=sessions(self.url)[read]) as session:
             try:
-                try:
-                    result = fn(session)
-                except DBAPIError as exc:
-                    if exc.connection_invalidated:
-                        raise StaleConnection() from exc
-                    raise
-                if not read:
-                    session.commit()
-            except BaseException:
-                session.rollback()
+                result = fn(session)
+            except DBAPIError as exc:
+                if exc.connection_invalidated:
+                    raise StaleConnection() from exc
                 raise
-            after_commit(session)
+        after_commit(session)
         return result

@@ -33,7 +33,7 @@ from agents.search import SearchConfig
 from sandbox import EvalOptions
 
 from .fit import budget_options, fit_suite, with_memory_hint
-from .report import write_reports
+from .reporting.report import write_reports
 from .suite import SuiteProblem, discover
 from .task import TaskSpec, end_with_parent, run_task, spec_fields, write_json_atomic
 

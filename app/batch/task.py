@@ -27,7 +27,7 @@ from typing import Any
 from agents.providers import ProviderError
 from agents.search import SearchConfig, Trajectory
 from sandbox import EvalOptions, Judge, JudgeError
-from sandbox.judge import resolve_device
+from sandbox.options import resolve_device
 
 from ..backends import timed_for_real
 from ..compose import guarded, make_search
@@ -36,7 +36,8 @@ from ..kb import knowledge_base
 from ..kb.job_lessons import learn
 from .fit import with_memory_hint
 from .heldout import SCALES, SHRINK_SCALES, held_out, held_out_options
-from .metrics import comparison_of
+from .reporting.drift import drift
+from .reporting.metrics import comparison_of
 
 _JUDGE: Judge | None = None
 
@@ -181,7 +182,9 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
         "timing_label": ((final or {}).get("timing") or {}).get("label"),
         "correct": bool(final and final["verdict"] == "pass"),
         "search_found": best is not None,
-        "final": None if final is None else {k: final.get(k) for k in ("verdict", "reasons", "timing", "checks", "work")},
+        "final": None if final is None else {k: final.get(k) for k in FINAL_FIELDS},
+        # the best kernel's own time in the search's judgement against the final evaluation's
+        "drift": drift(best.timing, (final or {}).get("timing") or {}) if best is not None and final else None,
         **timed_fields(timed),
         "held_out": heldout,
         "comparison": comparison_of({"final": final, "correct": bool(final and final["verdict"] == "pass"),
@@ -195,6 +198,10 @@ def _run(spec: TaskSpec, out: Path, started: float) -> dict[str, Any]:
                                             "search_speedup": best.speedup},
         "rounds": summary["rounds"], "finished_at": time.time(),
     }
+
+
+# What a record keeps of the final evaluation's result (the report's columns read it).
+FINAL_FIELDS = ("verdict", "reasons", "timing", "checks", "work", "roofline")
 
 
 def final_evaluation(judge_fn: Any, reference: str, name: str, code: str, options: EvalOptions, seen: dict[str, Any],

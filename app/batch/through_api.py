@@ -22,7 +22,8 @@ from sandbox import ProblemError
 from ..jobs.status import TERMINAL
 from .fit import with_memory_hint
 from .heldout import held_out
-from .task import TaskSpec, base_record, speedups, timed_fields, write_json_atomic
+from .reporting.drift import drift
+from .task import FINAL_FIELDS, TaskSpec, base_record, speedups, timed_fields, write_json_atomic
 
 _JOB_FIELDS = ("max_rounds", "candidates_per_round", "max_repairs", "max_cost_usd", "max_tokens", "max_wall_s",
                "target_speedup", "backend")
@@ -105,7 +106,8 @@ def _run(spec: TaskSpec, out: Path, api: Api, gpu_kind: str | None) -> dict[str,
         **base_record(spec), "status": "done", "job_id": job_id, "device": (final or {}).get("device"),
         "backend": spec.config.get("backend", "triton"), "timing_label": ((final or {}).get("timing") or {}).get("label"),
         "hardware": None, "correct": bool(final and final.get("verdict") == "pass"), "search_found": bool(best),
-        "final": None if final is None else {k: final.get(k) for k in ("verdict", "reasons", "timing", "checks")},
+        "final": None if final is None else {k: final.get(k) for k in FINAL_FIELDS},
+        "drift": drift((best or {}).get("timing") or {}, final.get("timing") or {}) if best and final else None,
         **timed_fields(speedups(final or {}, (final or {}).get("timing") or {})),
         "held_out": heldout,
         "input_tokens": int(usage.get("input_tokens", 0)), "output_tokens": int(usage.get("output_tokens", 0)),

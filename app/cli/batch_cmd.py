@@ -24,10 +24,10 @@ from sandbox import JudgeError
 
 from ..backends import BackendError, check_backend
 from ..batch.compare import compare
+from ..batch.reporting.text import fmt, headline_rows
 from ..batch.run import BatchError, BatchRequest, rewrite_reports, run_batch
 from ..batch.suite import suite_root
 from ..batch.task import KB_MODES
-from ..batch.text import fmt, headline_rows
 from ..compose import choose_backend, eval_options
 from ..settings import PROVIDERS, get_settings
 
@@ -38,7 +38,7 @@ err = Console(stderr=True)
 @batch_app.command("run")
 def run_command(
     suite: Annotated[Path, typer.Argument(help="Suite folder: problems/, or a KernelBench checkout (or its KernelBench/).")],
-    provider: Annotated[str | None, typer.Option(help="offline | openai | anthropic (default: KFORGE_PROVIDER)")] = None,
+    provider: Annotated[str | None, typer.Option(help=" | ".join(PROVIDERS) + " (default: KFORGE_PROVIDER)")] = None,
     model: Annotated[str | None, typer.Option(help="Model name for the provider.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible URL or Anthropic root.")] = None,
     level: Annotated[int | None, typer.Option(help="Only this level.")] = None,
@@ -97,6 +97,10 @@ def run_command(
                        gpu_kind=gpu_kind, fit_memory_gb=fit_memory, kb=kb)
     try:
         validate(req)
+        if device in ("cpu", "auto") and not api:  # auto: cpu where no GPU is seen; measuring costs ~2 s
+            from .ceilings_cmd import ensure_ceilings
+
+            ensure_ceilings(err.print)
         with LiveProgress() as progress:
             report = run_batch(req, progress.on_event)
     except (BatchError, JudgeError, ValueError, OSError) as exc:
@@ -104,15 +108,20 @@ def run_command(
     except KeyboardInterrupt:
         err.print(f"interrupted: finished tasks are kept in {out}; run the same command again to resume")
         raise typer.Exit(130) from None
+    print_report(report, out, choice.to_dict(), as_json)
+    raise typer.Exit(1 if report["metrics"]["per_sample"]["errors"] else 0)
+
+
+def print_report(report: dict, out: Path, backend_choice: dict, as_json: bool) -> None:
+    """The metrics as one JSON object (``--json``) or as tables, and where the reports are."""
     if as_json:
         problems = [{k: p.get(k) for k in ("problem", "correct", "fastest", "recommendation", "speedup_eager",
                                            "speedup_compile")} for p in report["problems"]]
         sys.stdout.write(json.dumps({"out": str(out), "metrics": report["metrics"], "problems": problems,
-                                     "backend_choice": choice.to_dict()}) + "\n")
+                                     "backend_choice": backend_choice}) + "\n")
     else:
         render_metrics(report)
         Console().print(f"reports: {out}/report.{{json,csv,md,html}}")
-    raise typer.Exit(1 if report["metrics"]["per_sample"]["errors"] else 0)
 
 
 def fail(message: str, as_json: bool) -> NoReturn:

@@ -41,6 +41,10 @@ def eval_command(
 ) -> None:
     request = {"backend": backend, "device": device, "sandbox": sandbox, "timeout": timeout, "memory_mb": memory_mb,
                "trials": trials}
+    if backend == "cpu":
+        from .ceilings_cmd import ensure_ceilings
+
+        ensure_ceilings(lambda line: typer.echo(line, err=True))
     result = None if no_daemon else ask_daemon(reference, candidate, request, judge_socket)
     if result is None:
         from sandbox import evaluate_files  # the judge here: torch and the sandbox drivers
@@ -114,6 +118,10 @@ def render(result: dict[str, Any]) -> None:
         console.print(f"candidate median {timing['candidate']['median_ms']:.4f} ms ({timing.get('label', '')})")
     if result.get("speedup") is not None:
         console.print(f"speedup vs eager: {result['speedup']:.2f}x")
+    from sandbox.verdict import roofline
+
+    if roofline.describe(result.get("roofline") or {}):
+        console.print(f"roofline: {roofline.describe(result['roofline'])}")
     work = result.get("work") or {}
     if work:
         console.print(f"work: kernels {work['kernel_share_flops']:.0%} of the reference's FLOPs "

@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "token": ("app.cli.service_cmd", "token_app", "group", "API tokens."),
     "selftest": ("app.cli.selftest_cmd", "selftest_command", "command",
                  "Check the judge on this machine: solutions, red-team cheats, offline engine, timing quality."),
+    "ceilings": ("app.cli.ceilings_cmd", "ceilings_command", "command",
+                 "This machine's memory bandwidth and peak compute with the judge's threads (measured once, kept)."),
     "kb": ("app.cli.kb_cmd", "kb_app", "group", "The knowledge base: search, show, export, import."),
     "mcp": ("app.cli.mcp_cmd", "mcp_command", "command", "MCP server for coding agents (stdio by default; --transport http)."),
 }

@@ -46,7 +46,10 @@ def mcp_command(
         backend = RemoteBackend(url, (token or "").strip())
     else:
         from ..mcp.embedded import EmbeddedBackend
+        from .ceilings_cmd import ensure_ceilings
 
+        # judgements here give roofline fractions: this machine's ceilings, once (stderr: stdout is the protocol's)
+        ensure_ceilings(lambda line: logging.getLogger("kforge.mcp").info("kforge mcp: %s", line))
         backend = EmbeddedBackend()
     logging.getLogger("kforge.mcp").info("kforge mcp: %s backend%s, %s transport", backend.name,
                                          f" at {url}" if url else "", transport.value)

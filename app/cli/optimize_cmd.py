@@ -31,7 +31,7 @@ err = Console(stderr=True)
 
 def optimize_command(
     problem: Annotated[Path, typer.Argument(help="Reference problem file (KernelBench format).")],
-    provider: Annotated[str | None, typer.Option(help="offline | openai | anthropic (default: KFORGE_PROVIDER)")] = None,
+    provider: Annotated[str | None, typer.Option(help=" | ".join(PROVIDERS) + " (default: KFORGE_PROVIDER)")] = None,
     model: Annotated[str | None, typer.Option(help="Model name for the provider.")] = None,
     base_url: Annotated[str | None, typer.Option(
         "--base-url", help="OpenAI-compatible URL ending in /v1, or the Anthropic API root.")] = None,

@@ -30,10 +30,10 @@ def selftest_command(
                                              "(default: <data dir>/selftest).")] = None,
     quick: Annotated[bool, typer.Option(help="A small sample of each part (a few minutes).")] = False,
     parts: Annotated[str | None, typer.Option(help="Comma-separated parts to run (default: all): "
-                                              "solutions, redteam, engine, timing.")] = None,
+                                              "ceilings, solutions, redteam, engine, timing.")] = None,
 ) -> None:
     from sandbox import ProblemError
-    from sandbox.judge import resolve_device
+    from sandbox.options import resolve_device
 
     from ..selftest import PARTS, run_selftest
     from ..selftest.report import write

@@ -50,6 +50,11 @@ def worker_command(
     from ..worker.tasks import app
 
     queues = ",".join(queue or ["cpu"])
+    if "cpu" in queues.split(","):
+        from .ceilings_cmd import ensure_ceilings
+
+        # once per machine (~2 s, kept), before any job: the judgements it runs give roofline fractions
+        ensure_ceilings(lambda line: typer.echo(f"kforge worker: {line}", err=True))
     node = name or f"kforge@{socket.gethostname()}-{os.getpid()}"
     app.worker_main(["worker", "-Q", queues, "-n", node, "--pool", "solo", "--loglevel", "INFO",
                      "--without-gossip", "--without-mingle"])

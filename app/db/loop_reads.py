@@ -1,7 +1,7 @@
 """Statements on PostgreSQL from the event loop itself. Why: the API's hot
 paths (a job by id, a submission) spent more CPU handing the query to a pool
 thread and through SQLAlchemy's session and execution machinery than
-PostgreSQL spent answering it (docs/benchmarks.md, issue 31). Here a prebuilt
+PostgreSQL spent answering it (docs/benchmarks/history/2026-11-27.md, issue 31). Here a prebuilt
 Core statement is compiled once to SQL and run on a psycopg async connection
 in autocommit (no BEGIN or COMMIT round trips; psycopg prepares a statement it
 has seen a few times), one small pool per event loop. Rows come back as dicts
@@ -66,7 +66,7 @@ class LoopPool:
 
     async def fetch_many(self, queries: list[tuple[Executable, dict[str, Any]]]) -> list[list[dict[str, Any]]]:
         """All rows of each select, one after another on one pooled connection. (psycopg's pipeline mode,
-        one round trip for all, cost more CPU per read than the round trip it saved: docs/benchmarks.md.)"""
+        one round trip for all, cost more CPU per read than the round trip it saved: docs/benchmarks/history/2026-12-01.md.)"""
         return await self._run(queries, True)
 
     async def execute(self, statement: Executable, params: dict[str, Any]) -> int:

@@ -36,10 +36,12 @@ def session_factory(url: str) -> sessionmaker[Session]:
 
 
 @contextmanager
-def transaction(url: str, opened: Callable[[Session], None] | None = None) -> Iterator[Session]:
+def transaction(url: str, opened: Callable[[Session], None] | None = None,
+                factory: sessionmaker[Session] | None = None) -> Iterator[Session]:
     """One owner per transaction: commit on success, roll back on error. ``opened`` sees
-    the session first (app.jobs.broker.job_session hooks its commit there)."""
-    session = session_factory(url)()
+    the session first (app.jobs.sending.broker.job_session hooks its commit there); ``factory``:
+    sessions of another pool than ``url``'s default (the API's, app/api/unit.py)."""
+    session = (factory or session_factory(url))()
     if opened is not None:
         opened(session)
     try:

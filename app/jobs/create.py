@@ -3,7 +3,7 @@ never run) and stored as a queued row on its queue. The caller's unit of work
 commits and then sends it (`enqueue_after_commit`, broker.py). The API's
 submissions on PostgreSQL (`submit_job`) write the row with one idempotent
 INSERT from the event loop instead (no thread, no session, no BEGIN and
-COMMIT: docs/benchmarks.md, issue 31) and send it once that INSERT has
+COMMIT: docs/benchmarks/history/2026-11-27.md, issue 31) and send it once that INSERT has
 committed; the columns are the same (`job_row`)."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from ..backends import device_for
 from ..db.models import Job, User
 from ..errors import BadRequest
 from ..schemas import EvaluateCreate, JobCreate, JobOut
-from .broker import enqueue_after_commit
+from .reading.views import job_out
+from .sending.broker import enqueue_after_commit
 from .specs import SEARCH_FIELDS
-from .views import job_out
 
 PROBLEMS_DIR = Path(__file__).resolve().parents[2] / "problems"
 # Prometheus: jobs submitted, counted by the routes that submit them (REST and the dashboard)

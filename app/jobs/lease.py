@@ -21,10 +21,10 @@ from ..db.base import utcnow
 from ..db.models import Candidate, Job, User
 from ..db.session import transaction
 from ..errors import Conflict
-from .notify import notify_finished, publish_finished
+from .reading.notify import notify_finished, publish_finished
+from .reading.views import visible_job
 from .specs import JobSpec, spec_of
 from .status import LIVE, TERMINAL, JobStatus
-from .views import visible_job
 
 log = logging.getLogger("kforge.jobs")
 

@@ -27,9 +27,9 @@ from sandbox import JudgeError
 
 from ..db.models import User
 from ..db.session import transaction
-from ..jobs import views as svc
 from ..jobs.create import create_job
 from ..jobs.lease import unfinished_jobs
+from ..jobs.reading import views as svc
 from ..schemas import JobCreate
 from ..settings import Settings, get_settings
 from .backend import Progress, Source, Submission

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from sandbox.verdict import roofline
+
 from ..jobs import status as job_status
 from ..jobs.status import TERMINAL
 from ..schemas import ComparisonOut, RegionOut
@@ -26,6 +28,10 @@ class Evaluation(BaseModel):
     checks: dict[str, str] = Field(description="check name -> pass | fail | skipped")
     check_details: dict[str, str] = Field(default_factory=dict, description="check name -> detail")
     timing: dict[str, Any] = Field(default_factory=dict)
+    roofline: dict[str, Any] = Field(default_factory=dict, description=(
+        "Against this machine's kept ceilings (`kforge ceilings`): the problem's least bytes and FLOPs, the bound "
+        "they put on its time, and for the kernel, eager and torch.compile their GB/s, GFLOP/s and fraction of "
+        "the bound (1.0: at the machine's limit); empty where no ceilings are kept or nothing was timed."))
     device: str | None = None
     elapsed_s: float | None = None
     job_id: str | None = Field(None, description="The service's evaluation job (remote mode).")
@@ -48,6 +54,8 @@ class Evaluation(BaseModel):
             lines.append(f"Speedup over eager PyTorch: {self.speedup:.2f}x{on}.")
         elif self.verdict == "pass":
             lines.append(f"No speedup reported ({self.timing.get('label') or 'not timed on a GPU'}).")
+        if roofline.describe(self.roofline):
+            lines.append(f"Roofline: {roofline.describe(self.roofline)}.")
         if self.verdict != "pass":
             lines.append("Fix what the reasons name, then call evaluate_kernel again.")
         return "\n".join(lines)
@@ -75,6 +83,8 @@ class JobReport(BaseModel):
     candidates_passed: int
     best_speedup: float | None
     best_attempt_id: str | None
+    best_roofline: dict[str, Any] | None = Field(None, description=(
+        "The best kernel's roofline in its judgement (see evaluate_kernel's roofline); null without ceilings."))
     has_best_kernel: bool = Field(description="best_kernel(job_id) will return code.")
     stop_reason: str | None = None
     error: str | None = None
@@ -99,7 +109,9 @@ class JobReport(BaseModel):
             progress=1.0 if done else min(0.99, rounds_done / planned), rounds_done=rounds_done,
             rounds_planned=planned, candidates_judged=len(cands),
             candidates_passed=sum(c["verdict"] == "pass" for c in cands), best_speedup=detail.get("best_speedup"),
-            best_attempt_id=detail.get("best_attempt_id"), has_best_kernel=detail.get("best_attempt_id") is not None,
+            best_attempt_id=detail.get("best_attempt_id"),
+            best_roofline=((detail.get("result") or {}).get("best") or {}).get("roofline") or None,
+            has_best_kernel=detail.get("best_attempt_id") is not None,
             stop_reason=(detail.get("result") or {}).get("stop_reason"), error=detail.get("error"),
             backend=detail.get("backend") or "auto", backend_reason=choice.get("reason"),
             device=choice.get("device_name"), comparison=detail.get("comparison"), regions=detail.get("regions") or [],

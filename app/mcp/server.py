@@ -67,7 +67,17 @@ def build_server(service: Service) -> MCPServer:
             await service.close()
 
     server = MCPServer("kforge", title="KForge", version="0.1.0", instructions=INSTRUCTIONS, lifespan=lifespan)
-    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    _judge_tools(server, service)
+    _job_tools(server, service)
+    _suite_tools(server, service)
+    return server
+
+
+READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+
+
+def _judge_tools(server: MCPServer, service: Service) -> None:
+    """evaluate_kernel: one candidate judged."""
 
     @server.tool(title="Judge a kernel", annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=False))
     async def evaluate_kernel(
@@ -90,6 +100,10 @@ def build_server(service: Service) -> MCPServer:
             device = device_for(backend, device) if backend else device
             return result(await service.evaluate(source, candidate, device, gpu_kind, ctx.report_progress))
 
+
+def _job_tools(server: MCPServer, service: Service) -> None:
+    """submit_optimization, job_status, best_kernel: a search as a background job."""
+
     @server.tool(title="Start an optimisation job", annotations=ToolAnnotations(readOnlyHint=False,
                                                                                 destructiveHint=False))
     async def submit_optimization(
@@ -98,8 +112,8 @@ def build_server(service: Service) -> MCPServer:
         max_rounds: Annotated[int, Field(ge=0, le=50, description=(
             "LLM rounds after round 0 (which judges the offline engine's starter kernels)."))] = 3,
         provider: Annotated[Literal[PROVIDERS], Field(description=(  # type: ignore[valid-type]
-            "Who writes kernels: offline = KForge's own starter kernels only; openai / anthropic need the "
-            "service's keys."))] = "offline",
+            "Who writes kernels: offline = KForge's own starter kernels only; " + " / ".join(PROVIDERS[1:])
+            + " need the service's keys."))] = "offline",
         model: Annotated[str | None, Field(max_length=100, description="The provider's model name.")] = None,
         backend: JobBackend = "auto",
         device: Device = None,
@@ -123,7 +137,7 @@ def build_server(service: Service) -> MCPServer:
                 status = await follow(service, status.job_id, wait_s, ctx.report_progress)
             return result(status)
 
-    @server.tool(title="Follow a job", annotations=read_only)
+    @server.tool(title="Follow a job", annotations=READ_ONLY)
     async def job_status(ctx: Context, job_id: JobId, wait_s: WaitS = 0) -> Annotated[CallToolResult, JobReport]:
         """A job's status (queued, running, succeeded, failed, cancelled) and progress: rounds done of those
         planned, candidates judged and passed, the best speedup so far, and the last candidates with their
@@ -131,7 +145,7 @@ def build_server(service: Service) -> MCPServer:
         with tool_errors():
             return result(await follow(service, job_id, wait_s, ctx.report_progress))
 
-    @server.tool(title="Get the best kernel", annotations=read_only)
+    @server.tool(title="Get the best kernel", annotations=READ_ONLY)
     async def best_kernel(job_id: JobId) -> Annotated[CallToolResult, BestKernel]:
         """The code of a job's best verified kernel (a complete candidate file defining ModelNew), with its
         verdict, speedup and the strategy that produced it, led by `comparison`: the fastest of the kernel,
@@ -140,7 +154,11 @@ def build_server(service: Service) -> MCPServer:
         with tool_errors():
             return result(await service.best(job_id))
 
-    @server.tool(title="Search optimisation strategies", annotations=read_only)
+
+def _suite_tools(server: MCPServer, service: Service) -> None:
+    """search_strategies, list_problems: the knowledge base and the bundled suite."""
+
+    @server.tool(title="Search optimisation strategies", annotations=READ_ONLY)
     async def search_strategies(
         query: Annotated[str, Field(min_length=1, max_length=500, description=(
             "What to optimise, in words or op names, e.g. 'softmax over long rows', 'fused matmul + bias'."))],
@@ -157,7 +175,7 @@ def build_server(service: Service) -> MCPServer:
             found = await service.search_strategies(query, k, backend, op_family, mode)
             return result(StrategyHits(query=query, results=found))
 
-    @server.tool(title="List bundled problems", annotations=read_only)
+    @server.tool(title="List bundled problems", annotations=READ_ONLY)
     async def list_problems(
         level: Annotated[int | None, Field(ge=1, le=10, description="Only this KernelBench level.")] = None,
     ) -> Annotated[CallToolResult, ProblemList]:
@@ -170,8 +188,6 @@ def build_server(service: Service) -> MCPServer:
                                  error=p.get("error"))
                      for p in await anyio.to_thread.run_sync(suite, root)]
             return result(ProblemList(problems=[p for p in found if level is None or p.level == level]))
-
-    return server
 
 
 def result(model: Evaluation | JobReport | BestKernel | ProblemList | StrategyHits) -> CallToolResult:

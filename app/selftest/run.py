@@ -6,10 +6,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import engine, redteam, solutions, timing
+from . import ceilings, engine, redteam, solutions, timing
 from .common import OptionsFor, Part
 
-PARTS = ("solutions", "redteam", "engine", "timing")
+PARTS = ("ceilings", "solutions", "redteam", "engine", "timing")
 
 
 def run_selftest(device: str, options_for: OptionsFor, quick: bool = False, parts: tuple[str, ...] = PARTS,
@@ -19,7 +19,12 @@ def run_selftest(device: str, options_for: OptionsFor, quick: bool = False, part
 
     started = time.monotonic()
     done: list[Part] = []
+    from app.hardware import cpu_threads
+    from app.settings import get_settings
+
+    threads = cpu_threads(get_settings().cpu_threads)  # the judge's own count (``compose.eval_options``)
     runners: dict[str, Callable[[Any], Part]] = {
+        "ceilings": lambda j: ceilings.run(device, threads),
         "solutions": lambda j: solutions.run(j, options_for, quick, device),
         "redteam": lambda j: redteam.run(j, options_for, device, quick),
         "engine": lambda j: engine.run(j, options_for, device, quick),

@@ -29,7 +29,7 @@ def _independent_cpu_ms(rows: int, cols: int, threads: int) -> float:
     import torch
     import torch.utils.benchmark as tb
 
-    from sandbox.runner import native
+    from sandbox.runner.native import library as native
 
     torch.set_num_threads(threads)
     lib = native.load_c(C_SOURCE, [C_PROTO], name="gelu_gate")
@@ -48,7 +48,7 @@ CUDA_TIMER_WARMUP = 5
 def _independent_cuda_ms(rows: int, cols: int) -> float:
     """The bundled kernel's call as a program that waits for it sees it, by the host's clock
     in this process: the L2 flushed and the device idle before each call, the clock stopped
-    once every stream is done. That is what the judge's events span (runner/timing.cuda_rep:
+    once every stream is done. That is what the judge's events span (runner/measure/timing.cuda_rep:
     launch included), so the two should agree. ``triton.testing.do_bench`` measures another
     thing: back-to-back calls whose launches overlap the previous flush, the GPU's time alone
     (for a kernel of a few microseconds, a fraction of what its caller waits)."""

@@ -2,7 +2,7 @@
 
 KFORGE_BATCH_DIR (Settings.batch_dir) names a folder of run folders (each the `--out` of a
 `kforge batch run`, holding report.json in the format "kforge-batch-report/1",
-written by app/batch/report.py). The pages depend on that JSON only, not on the
+written by app/batch/reporting/report.py). The pages depend on that JSON only, not on the
 batch code. Reports are re-read only when their file changed.
 """
 

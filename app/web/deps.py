@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 
 from ..auth.tokens import authenticate
 from ..db.models import User
-from ..deps import bearer_token, get_session
+from ..db.session import transaction
+from ..deps import SettingsDep, bearer_token, get_session
 from ..errors import BadRequest
 from ..schemas import MAX_SOURCE
 
@@ -28,6 +29,17 @@ def web_user(session: WebSession, token: Annotated[str, Depends(bearer_token)]) 
 
 
 WebUser = Annotated[User, Depends(web_user)]
+
+
+def user_alone(settings: SettingsDep, token: Annotated[str, Depends(bearer_token)]) -> User:
+    """The user, authenticated in a transaction of its own that has ended before the page's
+    handler runs: for pages that write elsewhere (the knowledge base's store, the same SQLite
+    file when embedded) and hold no session of the dashboard's."""
+    with transaction(settings.db_url) as session:
+        return authenticate(session, token)
+
+
+UserAlone = Annotated[User, Depends(user_alone)]
 
 
 async def form_data(request: Request) -> dict[str, str]:

@@ -12,6 +12,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from ..batch.reporting.text import roof_cell
 from . import formatting as fmt
 from .security import COOKIE, HEADERS, cookie_authenticated, csrf_token
 
@@ -32,7 +33,7 @@ def _env() -> Environment:
     env.globals["static_url"] = static_url
     env.filters.update(when=fmt.when, num=fmt.num, speedup=fmt.speedup, spread=fmt.spread, ms=fmt.ms,
                        usd=fmt.usd, short=fmt.short, pct=fmt.pct, stamp=fmt.stamp,
-                       sizes=fmt.sizes)
+                       sizes=fmt.sizes, roof=roof_cell)
     return env
 
 

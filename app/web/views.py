@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from markupsafe import Markup
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from ..batch.reporting.roofline_plot import plot_rooflines
 from ..db.models import Candidate, Job
-from ..jobs import views as svc
+from ..jobs.reading import views as svc
 from ..jobs.status import LIVE
 from .chart import best_speedup_chart
 
@@ -46,8 +48,18 @@ def job_view(job: Job) -> dict[str, Any]:
     return {"job": detail, "candidates": candidates, "evaluation": evaluation_rows(detail), "usage": usage,
             "best": best, "comparison": detail["comparison"], "verdicts": verdicts, "device": device_row(detail),
             "chart": best_speedup_chart(detail["rounds"]), "timing_caption": timing_caption(candidates),
+            "roofline": roofline_plot(detail),
             "live": detail["status"] in LIVE_STATUSES,
             "version": live_version(job, len(candidates))}
+
+
+def roofline_plot(detail: dict[str, Any]) -> Markup | None:
+    """The best kernel's (an evaluation's: the candidate's) roofline against this machine's
+    kept ceilings, as inline SVG built from numbers only (every text in it escaped)."""
+    result = detail.get("result") or {}
+    roof = result.get("roofline") or (result.get("best") or {}).get("roofline") or {}
+    svg = plot_rooflines([(detail["problem_name"], roof)], "kernel, eager and torch.compile against this machine's roofs")
+    return Markup(svg) if svg else None  # noqa: S704
 
 
 def device_row(detail: dict[str, Any]) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """The reaper thread of every worker: sends again the jobs whose worker died
-and the queued jobs whose message the broker lost (app/jobs/reaper.py says
+and the queued jobs whose message the broker lost (app/jobs/sending/reaper.py says
 which and how).
 
 It ticks every second, asking the broker only whether it is up and whether it
@@ -19,8 +19,8 @@ import logging
 import threading
 import time
 
-from ..jobs.broker import broker_epoch
-from ..jobs.reaper import reap
+from ..jobs.sending.broker import broker_epoch
+from ..jobs.sending.reaper import reap
 from ..outages import dependency_down
 from ..settings import get_settings
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from celery.signals import worker_ready
 from sqlalchemy.exc import OperationalError
 
-from ..jobs.broker import celery_app
 from ..jobs.execute import execute_job
+from ..jobs.sending.broker import celery_app
 from . import reaper
 
 app = celery_app()

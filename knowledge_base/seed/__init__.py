@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..embed import Embedder, vector_tag
 from ..model import Strategy
+from ..ranking.embed import Embedder, vector_tag
 from ..store import Store
 
 SEED_FILE = Path(__file__).with_name("strategies.jsonl")

@@ -1,6 +1,6 @@
 """Rewrite vectors.npz after editing strategies.jsonl: ``.venv/bin/python -m knowledge_base.seed``."""
 
-from ..embed import MiniLMEmbedder
+from ..ranking.embed import MiniLMEmbedder
 from . import VECTOR_CACHE, write_vector_cache
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ Create Date: 2026-12-03 07:00:00
 
 PostgreSQL only: row triggers on `jobs` and `candidates` send the job's id, and a
 statement trigger on `users` sends `*` (an answer names its owner), on the channel
-the API's read cache listens to (app/jobs/read_cache.py). The notification is
+the API's read cache listens to (app/jobs/reading/read_cache.py). The notification is
 delivered when the writing transaction commits, never for one rolled back.
 SQLite has no NOTIFY and no read cache: nothing changes there.
 """

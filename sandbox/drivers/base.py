@@ -1,6 +1,6 @@
 """The interface every sandbox driver offers the judge.
 
-A driver starts a warm runner (``sandbox.runner.zygote``) somewhere isolated
+A driver starts a warm runner (``sandbox.runner.process.zygote``) somewhere isolated
 and hands back a ``RunnerSession``: a pair of byte streams to it. Everything
 after that -- forking per job, limits, stamping frames -- is the same code
 whichever driver started the runner.
@@ -15,8 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..runner import shared
-from ..runner.wire import MAX_FRAME_BYTES, FrameBuffer, WireError, write_fd
+from ..runner.channel import shared
+from ..runner.channel.wire import MAX_FRAME_BYTES, FrameBuffer, WireError, write_fd
+from . import allocator
 
 # Only these variables reach a sandbox; nothing else of the judge's
 # environment (API keys, database URLs, tokens) does.
@@ -29,6 +30,7 @@ def sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
+    env.update(allocator.env())
     env.update(extra or {})
     return {k: v for k, v in env.items() if not any(m in k.upper() for m in SECRET_MARKERS)}
 
@@ -91,6 +93,10 @@ class JobOutcome:
             return f"wrote a malformed result frame: {ex.get('detail', '')}".rstrip(": ")
         if reason == "unstoppable":
             return "a process of it kept running when held for the baselines' timed turn"
+        if ex.get("signal") == signal.SIGSYS:
+            # the timed pass's filter (runner/guards/syscall_filter.py) or the container's profile
+            return ("was killed (SIGSYS) for a system call the sandbox forbids there: a new thread or process, "
+                    f"a new program, ptrace or another process's memory{peak}")
         if ex.get("signal"):
             hint = " (likely the memory limit)" if ex["signal"] == signal.SIGKILL else ""
             return f"crashed with {signal_name(ex['signal'])}{hint}{peak}"
@@ -122,7 +128,7 @@ class RunnerSession:
         self._w = write_fd
         self._r = read_fd
         # Large tensors travel beside the frames where the driver made a side channel
-        # (a unix socket): sealed memory files, no copy (runner/shared.py).
+        # (a unix socket): sealed memory files, no copy (runner/channel/shared.py).
         self._inbox = shared.Inbox(side) if side is not None else None
         self.description = description
         self.ready: dict[str, Any] = {}
@@ -163,7 +169,7 @@ class RunnerSession:
         raise SandboxError("runner sent no ready frame")
 
     def warm(self, timeout: float = WARM_COMPILE_S) -> dict[str, Any]:
-        """Has the runner pay torch.compile's first-use costs now (``runner/prewarm.py``),
+        """Has the runner pay torch.compile's first-use costs now (``runner/process/prewarm.py``),
         rather than before its second job that compiles a baseline; what it did."""
         self._send({"op": "warm"})
         for frame in self._frames(time.monotonic() + timeout):
@@ -176,15 +182,15 @@ class RunnerSession:
         holds it before its timed pass (``outcome.parked``)."""
         self._send({"op": "run", "job": job, "timeout": timeout, "memory_mb": memory_mb, "max_procs": max_procs})
         outcome = JobOutcome()
-        # a job that may warm torch.compile first (runner/prewarm.py: 11-15 s idle, more loaded)
+        # a job that may warm torch.compile first (runner/process/prewarm.py: 11-15 s idle, more loaded)
         # is waited for that long more; its own limits are unchanged
         self._collect({None: outcome}, timeout + 30 + (WARM_COMPILE_S if job.get("warm_compile") else 0))
         return outcome
 
     def interleave(self, outcomes: list[JobOutcome], timeout: float, sets: list[list[Any]],
                    parties: list[list[str]]) -> None:
-        """Runs parked jobs' timed passes by turns (``sandbox/runner/turns.py``) to their
-        ends, each on ``sets`` (held by the runner: ``runner/clocking.py``) with its
+        """Runs parked jobs' timed passes by turns (``sandbox/runner/process/turns.py``) to their
+        ends, each on ``sets`` (held by the runner: ``runner/measure/clocking.py``) with its
         ``parties``; their frames and the runner's clock go on into their outcomes."""
         jobs = {o.parked: o for o in outcomes if o.parked is not None}
         if not jobs:

@@ -43,6 +43,7 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 from docker.types import DeviceRequest, LogConfig, Mount
 
+from . import seccomp
 from .base import RunnerSession, SandboxError, sandbox_env
 from .process import PACKAGE_ROOT
 
@@ -191,7 +192,7 @@ class DockerDriver:
         mounts.append(Mount(IPC, ipc_dir, type="bind", read_only=False))
         # What the judge shares (the native libraries it built for candidates): read-only, same path as on the host.
         mounts += [Mount(d, d, type="bind", read_only=True) for d in self.read_only_dirs]
-        command = [python, "-m", "sandbox.runner.zygote", "--scratch-root", SCRATCH, "--device", device,
+        command = [python, "-m", "sandbox.runner.process.zygote", "--scratch-root", SCRATCH, "--device", device,
                    "--socket", f"{IPC}/{SOCKET_NAME}", "--kill-leftovers"]
         env = sandbox_env({
             "PYTHONPATH": package_root, "HOME": SCRATCH, "TMPDIR": SCRATCH,
@@ -202,7 +203,8 @@ class DockerDriver:
         options: dict = {
             "command": command, "user": self.user, "environment": env, "working_dir": SCRATCH,
             "network_mode": "none", "read_only": True, "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"], "mem_limit": self.mem_limit,
+            # its own system-call profile: docker's refuses the runner's sampling counters (seccomp.py)
+            "security_opt": ["no-new-privileges", seccomp.security_opt()], "mem_limit": self.mem_limit,
             # Swap would let the container exceed its memory limit.
             "memswap_limit": self.mem_limit, "pids_limit": self.pids_limit,
             # No /dev/shm: it would be a second writable place.

@@ -20,7 +20,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from ..runner import shared
+from ..runner.channel import shared
 from .base import RunnerSession, SandboxError, sandbox_env
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -47,7 +47,7 @@ def secret_files(extra: list[str]) -> list[str]:
 class ProcessDriver:
     name = "process"
     # How the interpreter starts the runner (tests start it through a wrapper that changes torch first).
-    runner_module: list[str] = ["-m", "sandbox.runner.zygote"]
+    runner_module: list[str] = ["-m", "sandbox.runner.process.zygote"]
 
     def __init__(self, hide: list[str] | None = None, isolate: bool | None = None,
                  read_only_dirs: list[str] | None = None) -> None:
@@ -68,7 +68,7 @@ class ProcessDriver:
                 cmd += ["--hide", path]
             for path in runtime_paths():
                 cmd += ["--keep", path]
-        # The side channel: large tensors as sealed memory files beside the frames (runner/shared.py).
+        # The side channel: large tensors as sealed memory files beside the frames (runner/channel/shared.py).
         side, runner_side = shared.channel()
         cmd += ["--side-fd", str(runner_side.fileno())]
         env = sandbox_env({"PYTHONPATH": PACKAGE_ROOT, "HOME": scratch_root})

@@ -8,7 +8,7 @@ untrusted text) sends back the library's bytes, and the judge stores them in
 its cache (``native_cache``), which candidates see read-only. The candidate's
 child then gets ``{source_key: path}`` and may load nothing else.
 
-Each build also reports facts about what compiled (``runner/native_inspect``):
+Each build also reports facts about what compiled (``runner/native/facts``):
 the source policy judges them (``native_inspect``) on every evaluation, from
 the cache too, and a source they reject is never handed to the candidate.
 """
@@ -22,7 +22,7 @@ from typing import Any
 from ..drivers.base import JobOutcome
 from ..native_sources import NativeSource
 from ..policy import symbols as native_inspect
-from ..runner import native
+from ..runner.native import library as native
 from . import cache as native_cache
 
 

@@ -8,7 +8,7 @@ change once written (written to a temporary name, then renamed).
 
 Next to each library (``KEY.so``) lies what the build's inspection found
 about the code that compiled (``KEY.facts.json``, see
-``runner/native_inspect``): a cached library is judged by the source policy
+``runner/native/facts``): a cached library is judged by the source policy
 like a fresh one, so a library without its facts (or with facts of another
 version) is no cache hit, and the facts are written before the library.
 """
@@ -21,7 +21,7 @@ import re
 import stat
 import tempfile
 
-from ..runner.native_inspect import FACTS_VERSION
+from ..runner.native.facts import FACTS_VERSION
 
 _KEY = re.compile(r"^[0-9a-f]{32}$")
 
@@ -59,7 +59,7 @@ def facts_path(key: str) -> str:
 
 
 def cached_facts(key: str) -> str | None:
-    """The stored facts of ``key`` if they are of the current version (``runner/native_inspect``)."""
+    """The stored facts of ``key`` if they are of the current version (``runner/native/facts``)."""
     try:
         with open(facts_path(key), encoding="utf-8") as f:
             text = f.read()

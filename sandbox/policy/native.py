@@ -378,7 +378,7 @@ def check_text(text: str, lang: str) -> list[CFinding]:
 
 def check_preprocessed(tu: str, lang: str) -> list[CFinding]:
     """The name rules on the user's tokens after ``gcc -E`` (macros expanded,
-    splices and digraphs resolved; ``runner/native_inspect.user_text``). The
+    splices and digraphs resolved; ``runner/native/facts.user_text``). The
     only directives left there are pragmas (``_Pragma`` becomes one)."""
     code = strip(tu)
     # Directive rules on what is left: pragmas, OpenMP ones with their macros expanded.

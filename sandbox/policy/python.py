@@ -33,7 +33,7 @@ _MODULES: dict[str, str] = {
     **dict.fromkeys(("threading", "_thread", "multiprocessing", "concurrent", "subprocess", "asyncio", "sched",
                      "signal", "atexit"), "runs work outside the forward call"),
     **dict.fromkeys(("socket", "ssl", "http", "urllib", "requests"), "uses the network"),
-    **dict.fromkeys(("sandbox", "app", "agents", "knowledge_base", "kforge"), "imports the judge's own code"),
+    **dict.fromkeys(("sandbox", "app", "agents", "knowledge_base", "taxonomy", "kforge"), "imports the judge's own code"),
     **dict.fromkeys(("numpy", "struct", "array"), "computes on tensor memory outside torch's dispatcher, where "
                     "the judge records where output values come from"),
 }

@@ -2,7 +2,7 @@
 
 ``policy_native`` reads the text the author wrote; the build in the sandbox
 also reports facts about the translation unit and the object file
-(``runner/native_inspect``), and these rules judge them. They are the truth:
+(``runner/native/facts``), and these rules judge them. They are the truth:
 a name hidden by splices, digraphs or macros is in the preprocessed tokens; a
 header included through a digraph directive is in the include stack; a
 library call, however it was spelled, is an undefined symbol of the object;
@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from ..native_sources import NativeSource
-from ..runner.native_inspect import FACTS_VERSION
+from ..runner.native.facts import FACTS_VERSION
 from . import native as policy_native
 
 _MATH = ("sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp exp2 exp10 expm1 log log2 log10 "

@@ -24,6 +24,7 @@ CHECKS = (
     CheckSpec("runtime", feedback=3),
     CheckSpec("correctness", numeric=True, feedback=5),
     CheckSpec("perturbed_sizes", numeric=True, feedback=6),
+    CheckSpec("domain_inputs", numeric=True, feedback=6),
     CheckSpec("output_format", numeric=True, feedback=4),
     CheckSpec("output_layout", feedback=4),
     CheckSpec("fresh_outputs", feedback=4),
@@ -33,11 +34,13 @@ CHECKS = (
     CheckSpec("post_timing", numeric=True, feedback=9),
     CheckSpec("kernel_launched", feedback=10),
     CheckSpec("kernel_provenance", feedback=11),
+    CheckSpec("sampled_provenance", feedback=11),
     CheckSpec("kernel_does_work", feedback=12),
     CheckSpec("no_reference_ops", feedback=13),
     CheckSpec("no_stray_work"),
     CheckSpec("no_tampering"),
     CheckSpec("timer_corroborated"),
+    CheckSpec("within_physical_limits"),
 )
 
 ORDER = tuple(c.name for c in CHECKS)

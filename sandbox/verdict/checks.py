@@ -6,7 +6,6 @@ on. The reasons of a failed evaluation are the failed checks' details.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,18 +62,22 @@ def signature_check(ref_sig: dict[str, Any], cand_sig: dict[str, Any]) -> Check:
     return Check("signature", FAIL if problems else PASS, "; ".join(problems))
 
 
+# The check each kind of correctness trial answers to.
+BUCKETS = {"default": "correctness", "perturbed": "perturbed_sizes", "domain": "domain_inputs"}
+
+
 def trial_checks(plan: list[dict[str, Any]], ref: dict[int, dict[str, Any]], cand: dict[int, dict[str, Any]],
                  tol: tuple[float, float] | None) -> list[Check]:
-    """correctness, perturbed_sizes, output_format, finite, inputs_unchanged,
+    """correctness, perturbed_sizes, domain_inputs, output_format, finite, inputs_unchanged,
     kernel_launched, deterministic, no_stray_work over the correctness trials."""
     found: dict[str, list[str]] = {k: [] for k in (
-        "correctness", "perturbed_sizes", "output_format", "finite", "inputs_unchanged",
+        "correctness", "perturbed_sizes", "domain_inputs", "output_format", "finite", "inputs_unchanged",
         "kernel_launched", "deterministic", "no_stray_work")}
-    ran: dict[str, int] = {"correctness": 0, "perturbed_sizes": 0}
+    ran: dict[str, int] = {"correctness": 0, "perturbed_sizes": 0, "domain_inputs": 0}
     for i, spec in enumerate(plan):
         if spec["tag"] == "timing" or i not in ref or "error" in ref[i]:
             continue
-        bucket = "correctness" if spec["tag"] == "default" else "perturbed_sizes"
+        bucket = BUCKETS[spec["tag"]]
         label = f"trial {i} ({_sizes(spec)})"
         c = cand.get(i)
         if c is None:
@@ -165,6 +168,8 @@ def _group(problems: list[str]) -> str:
 
 
 def _sizes(spec: dict[str, Any]) -> str:
+    if spec["tag"] == "domain":
+        return "default sizes, inputs scaled, with outliers"
     if spec.get("constants"):
         return "sizes " + ", ".join(f"{k}={v}" for k, v in spec["constants"].items())
     return "default sizes"
@@ -220,7 +225,7 @@ def amend(check: Check, problem: str | None) -> Check:
 
 def fresh_outputs_check(post: dict[str, Any] | None) -> Check:
     """fresh_outputs: each timed call returned memory that nothing in the candidate's process
-    held once the judge let it go (runner/timed.py, FRESH). Attack: an output kept -- a ring,
+    held once the judge let it go (runner/measure/timed.py, FRESH). Attack: an output kept -- a ring,
     a stock faulted in during the warm-up, a pool it is given back to, a view or a storage
     object -- and returned again, which skips the allocation every baseline pays and, in a
     user's program, overwrites the result the caller got from the call before. Assumes the
@@ -270,7 +275,7 @@ def thread_parity_problem(timing: dict[str, Any] | None, granted: int | None) ->
 
 
 def crosstalk_problem(ref: JobOutcome, cand: JobOutcome) -> str | None:
-    """Timed by turns (``sandbox/runner/turns.py``): a job held stopped ran
+    """Timed by turns (``sandbox/runner/process/turns.py``): a job held stopped ran
     during the other's turn. Either way the ratio is void, and only the
     candidate can have caused it (a candidate sharing the uid can signal the
     baselines' job; the baselines' job is the judge's own)."""
@@ -384,123 +389,3 @@ def tamper_check(cand: JobOutcome) -> Check:
         said = [n if " " in n else f"replaced {n}" for n in names]
         return Check("no_tampering", FAIL, "; ".join(said))
     return Check("no_tampering", PASS)
-
-
-def median_iqr(times: list[float]) -> dict[str, float]:
-    q = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
-    return {"median_ms": statistics.median(times), "q1_ms": q[0], "q3_ms": q[2], "reps": len(times)}
-
-
-# The runner's clock over the timed pass minus the same pass without calls is
-# what the calls took; the reported mean may not be below this share of it,
-# minus a slack for the noise of the two passes' loads and flushes and for the
-# frames' trips to the runner.
-CORROBORATION_SHARE = 0.5
-CORROBORATION_SLACK_MS = 0.2
-CORROBORATION_NULL_SHARE = 0.25
-CORROBORATION_STAMP_MS = 2.0
-# Sets of the null pass at most (the judge asks the candidate's job for no more): it
-# measures what a set costs besides the call (its load, the cache flush, the checks),
-# the same for every set, so its mean over 16 is as good as over 50, and the 34 left
-# out were 0.1 s of a small evaluation.
-NULL_PASS_REPS = 16
-
-
-def corroboration_check(outcome: JobOutcome, label: str, device: str = "cuda", enforce: bool = False) -> Check:
-    """The reported times against the runner's own clock over the same calls.
-
-    Enforced on CUDA and, with ``enforce``, for native kernels on the CPU
-    (whose speedups are reported). For Triton's interpreter on the CPU it is
-    reported only: no speedup is reported there, and patched clocks are still
-    caught by no_tampering. On CUDA the runner's clock reads each repetition's own
-    window (``repetition_windows``), elsewhere the whole pass."""
-    timing = next((f for f in outcome.of_kind("timing") if f.get("name") == label), None)
-    if timing is not None and timing.get("clock") == "runner":
-        if timing.get("clock_errors") or not timing.get("times_ms"):
-            why = "; ".join(timing.get("clock_errors") or []) or "no call was clocked"
-            return Check("timer_corroborated", FAIL, f"the runner could not clock the timed calls: {why}")
-        return runner_clock_check(timing)
-    stamps = [outcome.stamp(f"{label}:{p}") for p in ("loop_start", "loop_end", "null_start", "null_end")]
-    if timing is None or any(s is None for s in stamps) or not timing.get("times_ms"):
-        return Check("timer_corroborated", FAIL if enforce else SKIPPED, "no timing phase ran")
-    l0, l1, n0, n1 = stamps
-    # On CUDA the clock starts after the first repetition (runner/timing.time_cuda): what CUDA
-    # pays once, lazily, falls there. The reported times compared are those of the same calls.
-    # The frame comes from the candidate's process: it may leave out one repetition, never more.
-    skip = 1 if device == "cuda" and timing.get("clocked_from") and len(timing["times_ms"]) > 1 else 0
-    clocked = timing["times_ms"][skip:]
-    reps = len(clocked)
-    null_reps = min(len(timing["times_ms"]), NULL_PASS_REPS)  # what the judge asked the null pass for
-    if device == "cuda":
-        windows = repetition_windows(outcome, label, (l0, l1, n0, n1), reps, null_reps)
-        if isinstance(windows, str):
-            return Check("timer_corroborated", FAIL, windows)
-        null_ms, outside_ms = windows
-    else:
-        # Timed by turns: the runner held the job stopped between its sets (its own record).
-        null_ms = max(0.0, (n1 - n0 - outcome.paused_within(n0, n1)) * 1000 / null_reps)
-        outside_ms = max(0.0, (l1 - l0 - outcome.paused_within(l0, l1)) * 1000 / reps - null_ms)
-    reported = statistics.median(clocked)
-    mean = statistics.fmean(clocked)
-    if device != "cuda" and not enforce:
-        return Check("timer_corroborated", SKIPPED,
-                     f"CPU, not enforced: reported {reported:.4f} ms, outside clock {outside_ms:.4f} ms")
-    slack = CORROBORATION_SLACK_MS + CORROBORATION_NULL_SHARE * null_ms + CORROBORATION_STAMP_MS / reps
-    if mean < CORROBORATION_SHARE * outside_ms - slack:
-        return Check("timer_corroborated", FAIL,
-                     f"reported {reported:.4f} ms per call (mean {mean:.4f} ms), "
-                     f"the runner's clock saw {outside_ms:.4f} ms over the same {reps} calls")
-    return Check("timer_corroborated", PASS,
-                 f"reported mean {mean:.4f} ms, outside clock {outside_ms:.4f} ms over the same {reps} calls")
-
-
-# A pass clocked by the runner: the job's own record of its calls may not fall below this
-# share of the runner's, less the clock's own cost a call (a cold first call's window can
-# cost twice the calibrated one), its spread where larger, and never less than
-# RUNNER_SLACK_MS: a record cut below that was rewritten inside the job. The verdict's
-# times are the runner's either way: this check names the cheat, it never guards a number.
-RUNNER_SHARE = 0.5
-RUNNER_SLACK_MS = 0.02
-
-
-def runner_clock_check(timing: dict[str, Any]) -> Check:
-    """The times are the runner's (``runner/clocking.py``); the job's own record of the same
-    calls must not fall far below them (a candidate that rewrote it reached the harness)."""
-    times, inside = timing["times_ms"], timing.get("inside_ms") or []
-    runner_ms = statistics.median(times)
-    said = f"{len(times)} calls timed on the runner's clock, outside the candidate's process " \
-           f"(median {runner_ms:.4f} ms, less {timing.get('clock_overhead_ms') or 0:.4f} ms a call of the clock's own)"
-    if len(inside) != len(times):
-        return Check("timer_corroborated", FAIL, f"{said}; the candidate's process recorded {len(inside)} of them")
-    own_ms = statistics.median(inside)
-    slack = max(RUNNER_SLACK_MS, float(timing.get("clock_spread_ms") or 0.0),
-                float(timing.get("clock_overhead_ms") or 0.0))
-    if own_ms < RUNNER_SHARE * runner_ms - slack:
-        return Check("timer_corroborated", FAIL,
-                     f"{said}; the candidate's process recorded {own_ms:.4f} ms for the same calls: "
-                     "its record of its times was rewritten")
-    return Check("timer_corroborated", PASS, f"{said}; its own record agrees ({own_ms:.4f} ms)")
-
-
-def repetition_windows(outcome: JobOutcome, label: str, bounds: tuple[float, float, float, float], reps: int,
-                       null_reps: int) -> tuple[float, float] | str:
-    """CUDA: (the null pass's mean window, the calls' mean window less it), in ms, from the
-    runner's stamps of each repetition's marks (runner/timing.cuda_rep), or why they cannot
-    be trusted. Marks come from the candidate's process: exactly one start and one end per
-    clocked repetition, in turn, inside their pass, or the clock is not corroborated."""
-    l0, l1, n0, n1 = bounds
-    found = []
-    for prefix, count, lo, hi in (("", reps, l0, l1), ("null_", null_reps, n0, n1)):
-        names = {f"{label}:{prefix}rep_start": 0, f"{label}:{prefix}rep_end": 1}
-        # in the order the frames came (two frames read at once share a stamp)
-        marks = [(names[f["name"]], f.get("_t")) for f in outcome.frames
-                 if f.get("kind") == "phase" and f.get("name") in names]
-        starts, ends = [t for k, t in marks if k == 0], [t for k, t in marks if k == 1]
-        sound = (len(starts) == len(ends) == count and all(k == i % 2 for i, (k, _) in enumerate(marks))
-                 and all(isinstance(t, float) and lo <= t <= hi for _, t in marks))
-        if not sound:
-            return (f"the {prefix or 'timed '}pass's repetition marks do not add up: {len(starts)} starts and "
-                    f"{len(ends)} ends for {count} repetitions, or out of turn, or outside the pass")
-        found.append(statistics.fmean(e - s for s, e in zip(starts, ends)) * 1000 if count else 0.0)
-    timed_ms, null_ms = found
-    return null_ms, max(0.0, timed_ms - null_ms)

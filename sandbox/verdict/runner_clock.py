@@ -1,4 +1,4 @@
-"""The runner's clock over a pass it clocked (``runner/clocking.py``), in place of what the
+"""The runner's clock over a pass it clocked (``runner/measure/clocking.py``), in place of what the
 job said of itself.
 
 A job clocked by the runner still sends its own timing frame and post_timing frame,
@@ -28,6 +28,8 @@ def apply(outcome: JobOutcome) -> None:
         frame["inside_ms"] = frame.get("times_ms")
         frame["times_ms"] = [float(f["ms"]) for f in mine]
         frame["window_ms"] = [float(f["window_ms"]) for f in mine]
+        frame["waited_ms"] = [f.get("waited_ms") for f in mine]
+        frame["samples"] = [f.get("samples") or {} for f in mine]  # runner/measure/sampling.py
         frame["clock"] = "runner"
         frame["clock_overhead_ms"] = overhead
         frame["clock_spread_ms"] = spread

@@ -2,7 +2,7 @@
 
 The runner records, for the reference's forward and for each of the
 candidate's correctness trials, the same dispatch-level data flow
-(``sandbox/runner/provenance.py``): the reference's compute ops with their
+(``sandbox/runner/measure/provenance.py``): the reference's compute ops with their
 FLOPs and bytes, and for the candidate the torch compute ops whose results
 the returned values depend on. Here, in the judge, on plain numbers:
 

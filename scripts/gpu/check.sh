@@ -56,7 +56,7 @@ wants isolation && step isolation 60 "$PY" scripts/gpu/isolation_probe.py
 
 # A copy an ordinary user can read, folders it may write, and how to become that user: uid
 # 65534 in the groups that own /dev/nvidia* (a user with access to the GPU).
-cp -r app agents sandbox knowledge_base problems kforge_native.py "$U/repo/"
+cp -r app agents sandbox knowledge_base taxonomy problems kforge_native.py "$U/repo/"
 cp -r "$KB" "$U/suite"
 [ -d .gpu/site ] && cp -r .gpu/site "$U/site"
 chmod -R a+rwX "$U"

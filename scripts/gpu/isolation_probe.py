@@ -26,7 +26,7 @@ os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
 sys.path.insert(0, os.getcwd())
 
 from sandbox.drivers.process import DEFAULT_HIDE, runtime_paths  # noqa: E402
-from sandbox.runner import confine  # noqa: E402
+from sandbox.runner.process import confine  # noqa: E402
 
 VARIANTS = ("plain", "isolated", "isolated_job", "proc_read_only", "net_only", "user_no_groups", "user_dev_groups")
 

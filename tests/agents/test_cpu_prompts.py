@@ -47,6 +47,21 @@ def test_planner_prompt_for_cpu_has_times_cpu_and_counters() -> None:
     assert "us per forward" not in gpu and "- aten::gelu: 75.0% (1 call(s))" in gpu
 
 
+def test_the_planner_sees_each_attempts_headroom_against_the_machine() -> None:
+    from agents.trajectory import Attempt
+
+    roof = {"min_bytes": 8e6, "flops": 2e6, "bound_by": "memory", "bound_ms": 0.4,
+            "parties": {"kernel": {"fraction": 0.31, "gbs": 9.3, "gflops": 2.3},
+                        "eager": {"fraction": 0.12, "gbs": 3.6, "gflops": 0.9}}}
+    tried = [Attempt("a1", 1, "fused loop", "", "offline", verdict="pass", speedup=2.5, roofline=roof),
+             Attempt("a2", 1, "tiles", "", "offline", verdict="fail", reasons=["correctness: off"])]
+    prompt = Planner(provider=None).prompt(Context("class Model: ...", "ref.py", ANALYSIS, backend="cpu"),  # type: ignore[arg-type]
+                                           tried, 3, False)
+    assert "- a1 [offline] fused loop: pass, speedup 2.50x, 31% of the memory-bound floor" in prompt
+    assert "memory-bound floor 0.4 ms on this machine; kernel 31% of it" in prompt and "eager 12% of it" in prompt
+    assert "- a2 [offline] tiles: fail — correctness: off" in prompt
+
+
 def test_repair_feedback_carries_cpu_speedups() -> None:
     v = Verification("fail", ["correctness: max abs error 0.3"], {"correctness": "fail"},
                      {"correctness": "max abs error 0.3"}, None,

@@ -21,7 +21,7 @@ from app.db.migrate import upgrade_database
 from app.db.models import Job
 from app.db.session import engine_for
 from app.deps import settings as settings_dep
-from app.jobs.broker import celery_app
+from app.jobs.sending.broker import celery_app
 from app.outages import RETRY_AFTER_S
 from app.settings import Settings, get_settings
 from tests.conftest import ROOT

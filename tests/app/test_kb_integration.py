@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from tests.agents import scripted
+from tests.agents.search import scripted
 from tests.conftest import ROOT, run_kforge
 
 GELU = ROOT / "problems" / "level1" / "2_gelu.py"

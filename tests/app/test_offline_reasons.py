@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 from app.batch.task import TaskSpec, run_task
-from tests.agents.test_offline import ref
-from tests.agents.test_offline_plan import FLIP
+from tests.agents.offline.test_bundled import ref
+from tests.agents.offline.test_plan import FLIP
 from tests.conftest import run_kforge
 
 RELU = ref("""

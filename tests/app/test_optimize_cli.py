@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.agents import scripted
+from tests.agents.search import scripted
 from tests.conftest import ROOT, run_kforge
 
 

@@ -13,9 +13,9 @@ from sqlalchemy.exc import OperationalError
 from app.db.migrate import upgrade_database
 from app.db.models import Job, User
 from app.db.session import transaction
+from app.jobs import execute
 from app.jobs.status import JobStatus
 from app.settings import Settings, get_settings
-from app.jobs import execute
 
 
 def outage() -> OperationalError:

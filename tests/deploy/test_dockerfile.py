@@ -144,7 +144,7 @@ def test_the_project_tree_is_complete_where_it_is_installed():
         files = provided(name)
         root = next(p.rsplit("/", 1)[0] for p in files if p.endswith("/pyproject.toml"))
         for needed in ("pyproject.toml", "README.md", "alembic.ini", "app/cli/main.py", "agents/__init__.py",
-                       "sandbox/runner/zygote.py", "knowledge_base/__init__.py", "migrations/env.py",
+                       "sandbox/runner/process/zygote.py", "knowledge_base/__init__.py", "migrations/env.py",
                        "problems/level1/1_relu_scale.py"):
             assert f"{root}/{needed}" in files, f"{name}: {needed} is missing from {root}"
         assert not any(p.endswith("/.env") or "/tests/" in p or "/.venv/" in p for p in files)
@@ -205,8 +205,8 @@ def test_sandbox_image_is_what_the_docker_driver_runs():
     root, python = defaults["image_package_root"], defaults["image_python"]
     files = provided("sandbox")
     assert base_image("sandbox").startswith("nvidia/cuda:")
-    # The driver runs `python3 -m sandbox.runner.zygote` with PATH=/usr/local/bin:... and PYTHONPATH=<root>.
-    assert f"{root}/sandbox/runner/zygote.py" in files
+    # The driver runs `python3 -m sandbox.runner.process.zygote` with PATH=/usr/local/bin:... and PYTHONPATH=<root>.
+    assert f"{root}/sandbox/runner/process/zygote.py" in files
     assert f"/usr/local/bin/{python}" in files, "the image's python3 on the driver's PATH must be the venv's"
     assert not any(p.startswith((f"{root}/app", f"{root}/agents", f"{root}/knowledge_base")) for p in files), \
         "a sandbox holds the sandbox package only"

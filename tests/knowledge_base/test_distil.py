@@ -62,6 +62,21 @@ def test_evidence_summary_counts_runs_speedups_and_regressions() -> None:
     assert "speed not measured" in evidence_summary(cpu)
 
 
+def test_evidence_carries_the_kernels_fraction_of_its_roofline_bound() -> None:
+    traj = softmax_trajectory()
+    attempts = [a for r in traj["rounds"] for a in r["attempts"]]
+    attempts[0]["roofline"] = {"bound_by": "memory", "parties": {"kernel": {"fraction": 0.86}, "eager": {"fraction": 0.4}}}
+    out = distil(traj, softmax_analysis(), "cpu", "cpu", job_id="job-1", now=NOW)
+    evidence = {e.attempt_id: e for s in out for e in s.evidence}
+    assert evidence[attempts[0]["id"]].fraction == 0.86
+    assert all(e.fraction is None for k, e in evidence.items() if k != attempts[0]["id"])
+    near = strategy([ev(0), Evidence("job-1", "q.py", "v1:y", "r0-c0", 1.2, "pass", "cpu", "cpu", NOW, 0.86)])
+    assert "at best 86% of the machine's roofline bound (on q.py): little headroom left" in evidence_summary(near)
+    far = strategy([Evidence("job-1", "q.py", "v1:y", "r0-c0", 1.2, "pass", "cpu", "cpu", NOW, 0.3)])
+    assert "30% of the machine's roofline bound (on q.py): headroom left" in evidence_summary(far)
+    assert "roofline" not in evidence_summary(strategy([ev(0)]))  # no ceilings kept where it ran
+
+
 def test_distil_offline_attempts_from_templates_and_tuned_parameters() -> None:
     out = distil(softmax_trajectory(), softmax_analysis(), "sm_90", "triton", job_id="job-1", now=NOW)
     offline = [s for s in out if s.source == "learned:offline"]

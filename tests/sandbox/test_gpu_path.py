@@ -2,7 +2,7 @@
 from coming back; CI has no GPU. Real process sandboxes, no mocks: probe jobs report
 what they saw by raising (the error frame's message).
 
-1. The runner never asks the CUDA runtime before it forks (runner/cuda_fork.py).
+1. The runner never asks the CUDA runtime before it forks (runner/process/cuda_fork.py).
 2. An isolated runner's children may write their own threads' names under /proc (the
    CUDA driver does), while /proc's system-wide parts and the host stay read-only.
 3. A job under a uid of its own, with no passwd line, has a user name for the libraries
@@ -23,7 +23,8 @@ import pytest
 
 from sandbox.drivers.base import JobOutcome, RunnerSession
 from sandbox.drivers.process import ProcessDriver, runtime_paths
-from sandbox.runner import confine, timing
+from sandbox.runner.measure import timing
+from sandbox.runner.process import confine
 
 FAKE_CUDA_RUNNER = Path(__file__).resolve().parents[1] / "fixtures" / "gpu" / "fake_cuda_runner.py"
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="isolation and uids of their own need the judge to be root")
@@ -205,7 +206,7 @@ def cuda_outcome(times_ms: list[float], window_ms: float, timed_gap_ms: float, n
     the clock, then for each repetition a window of ``window_ms`` (the call) plus
     ``overhead_ms`` (flush, syncs, events, marks) between its marks, and ``timed_gap_ms`` of
     load and checks between windows; the null pass alike with no call and ``null_gap_ms``."""
-    from sandbox.verdict.checks import NULL_PASS_REPS
+    from sandbox.verdict.timer_checks import NULL_PASS_REPS
 
     frames: list[dict] = []
     t = first_rep_ms / 1000
@@ -236,7 +237,7 @@ def test_cuda_outside_clock_reads_each_repetitions_own_window() -> None:
     a repetition in the timed pass and 38 ms in the null pass (2 repetitions); and the
     selftest's 0.12 ms kernel whose first repetition paid 37 ms once (10 repetitions).
     The outside clock reads each repetition's window, after the first: both pass."""
-    from sandbox.verdict.checks import corroboration_check
+    from sandbox.verdict.timer_checks import corroboration_check
 
     big = corroboration_check(cuda_outcome([0.45, 0.45, 0.45], 0.45, 85.0, 38.0), "candidate", "cuda")
     assert big.outcome == "pass", big.detail
@@ -245,7 +246,7 @@ def test_cuda_outside_clock_reads_each_repetitions_own_window() -> None:
 
 
 def test_cuda_outside_clock_still_catches_a_low_report() -> None:
-    from sandbox.verdict.checks import corroboration_check
+    from sandbox.verdict.timer_checks import corroboration_check
 
     cheat = corroboration_check(cuda_outcome([0.1] * 50, 5.0, 0.5, 0.5), "candidate", "cuda")
     assert cheat.outcome == "fail" and "same 49 calls" in cheat.detail, cheat.detail
@@ -254,7 +255,7 @@ def test_cuda_outside_clock_still_catches_a_low_report() -> None:
 def test_cuda_repetition_marks_a_candidate_adds_or_drops_fail_the_clock() -> None:
     """The marks come from the candidate's process, which may write frames: a pair added
     (a short window to pull the mean down), a mark dropped, or marks out of turn."""
-    from sandbox.verdict.checks import corroboration_check
+    from sandbox.verdict.timer_checks import corroboration_check
 
     added = cuda_outcome([0.1] * 20, 5.0, 0.5, 0.5)
     at = next(i for i, f in enumerate(added.frames) if f["name"] == "candidate:loop_end")

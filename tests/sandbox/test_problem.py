@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sandbox import ProblemError, list_problems, load_problem
-from sandbox.judge import perturbations
+from sandbox.judging.trial_plan import perturbations
 
 REF = """
 import torch
@@ -143,7 +143,7 @@ def test_a_large_problem_gets_fewer_trials_and_grows_one_size(tmp_path):
     """One call of 1024 x 114688 fp32 (470 MB): every trial's tensors travel to
     the judge and back, so the plan keeps 3 default trials and grows one size."""
     from sandbox import EvalOptions
-    from sandbox.judge import LARGE_TRIALS, plan_trials
+    from sandbox.judging.trial_plan import LARGE_TRIALS, plan_trials
 
     path = tmp_path / "big.py"
     path.write_text(LARGE.format(M=1024, N=114688))
@@ -195,7 +195,7 @@ def test_values_computed_from_sizes_follow_them_in_the_perturbed_trials(tmp_path
     a fitted reference), tuples stay tuples, what cannot be read keeps its default;
     the sizes alone are tried too, except on a large problem."""
     from sandbox import EvalOptions
-    from sandbox.judge import plan_trials
+    from sandbox.judging.trial_plan import plan_trials
     from sandbox.problem import derived_values
 
     path = tmp_path / "derived.py"

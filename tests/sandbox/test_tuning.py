@@ -1,4 +1,4 @@
-"""The judge's tuning pass (sandbox/tuning.py, runner/tune.py): many variants of one proposal
+"""The judge's tuning pass (sandbox/tuning.py, runner/phases/tune.py): many variants of one proposal
 timed in one warm job, ranked fastest first. Real judge, real builds, the bundled relu-scale
 problem. Nothing here asserts a speed: which variant is fastest is the machine's business;
 what is asserted is that every variant gets the status it earns."""
@@ -13,7 +13,7 @@ from agents.offline import OfflineEngine
 from agents.offline.signature import from_source
 from sandbox import EvalOptions, Judge, ProblemError
 from sandbox.tuning import TuneResult
-from tests.agents.test_search_cpu import GOOD_C
+from tests.agents.search.test_cpu import GOOD_C
 
 PROBLEM = Path(__file__).resolve().parents[2] / "problems" / "level1" / "1_relu_scale.py"
 WRONG_C = GOOD_C.replace("* s;\n", "* (s + 1.0f);\n")
@@ -97,7 +97,7 @@ def test_variants_share_one_set_of_input_buffers_within_the_job_memory():
 
 
 def test_timing_sets_keep_within_a_quarter_of_the_job_memory():
-    from sandbox.runner import timed
+    from sandbox.runner.measure import timed
 
     assert timed.timing_bytes(None) == timed.TIMING_BYTES == timed.timing_bytes(4096)
     assert timed.timing_bytes(768) == 192 << 20
@@ -121,7 +121,7 @@ def test_the_pass_leaves_out_what_its_time_budget_cannot_hold(monkeypatch):
     """A pass whose checks alone would take it past its budget (a GB a call: a second per
     variant) times the first variants (the engine's preferred) and says why the rest were not."""
     from sandbox import tuning
-    from sandbox.runner import tune
+    from sandbox.runner.phases import tune
 
     monkeypatch.setattr(tuning, "TUNE_PASS_BUDGET_S", 0.001)
     variants = [GOOD_C + f"\n# variant {i}\n" for i in range(8)]
@@ -160,7 +160,7 @@ def test_a_pass_that_can_rank_no_more_than_the_search_judges_stops_after_its_fir
     (0.0, 0, 20.0, 4, 0),     # nothing checked yet
 ])
 def test_ranks_nothing_compares_what_fits_with_what_is_judged(checked_s, checked, budget, judged, fits):
-    from sandbox.runner.tune import _ranks_nothing
+    from sandbox.runner.phases.tune import _ranks_nothing
 
     assert _ranks_nothing(checked_s, checked, budget, judged) == fits
 
@@ -172,6 +172,6 @@ def test_ranks_nothing_compares_what_fits_with_what_is_judged(checked_s, checked
     (0.0, 0, 0, 0.001, False),
 ])
 def test_over_budget_projects_the_timing_from_the_checks(checked_s, checked, right, budget, over):
-    from sandbox.runner.tune import _over_budget
+    from sandbox.runner.phases.tune import _over_budget
 
     assert _over_budget(checked_s, checked, right, budget) is over

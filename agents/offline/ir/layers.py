@@ -134,6 +134,27 @@ def call_node(target: str, get: Get, x: Expr, name: str, tensor: Callable[[Any],
         if not isinstance(dims, (list, tuple)) or not all(isinstance(d, int) for d in dims):
             raise Unsupported(f"{name}: flip over computed dims")
         return Expr("op", name, op="flip", args=(x,), attrs={"dims": tuple(dims)})
+    return _slicing(target, get, x, name)
+
+
+def _slicing(target: str, get: Get, x: Expr, name: str) -> Expr | None:
+    """``x.narrow(d, 0, n)`` (its length is the node's shape), ``x.select(d, i)`` and
+    ``zeros_like`` / ``ones_like`` (a constant of the node's shape: its operand only gives
+    the shape): the pieces of an exclusive scan written as ``cat((zeros, cumsum(x[:n-1])))``."""
+    if target == "narrow":
+        dim, start = get(1, "dim", None), get(2, "start", None)
+        if not isinstance(dim, int) or isinstance(dim, bool) or start != 0 or isinstance(start, bool):
+            raise Unsupported(f"{name}: narrow along a computed dim or from a start other than 0")
+        return Expr("op", name, op="head", args=(x,), attrs={"dim": dim})
+    if target == "select":
+        dim, index = get(1, "dim", None), get(2, "index", None)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (dim, index)) or x.shape is None:
+            raise Unsupported(f"{name}: select along a computed dim or at a computed index")
+        return Expr("op", name, op="select", args=(x,), attrs={"index": (None,) * (dim % len(x.shape)) + (index,)})
+    if target in ("zeros_like", "ones_like"):
+        if get(1, "dtype", None) is not None:
+            raise Unsupported(f"{name}: {target} with a dtype argument")
+        return Expr("op", name, op="fill", attrs={"value": 0.0 if target == "zeros_like" else 1.0})
     return None
 
 

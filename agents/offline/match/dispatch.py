@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir import graph as ir
+from ..ir import vocabulary
 from ..ir.expr import Expr, const
 from ..signature import Signature, from_analysis
 from ..template_context import Context
@@ -141,7 +142,7 @@ def _elementwise(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
 
 
 def _row_op(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
-    if root.kind != "op" or root.op not in ir.ROW_OPS:
+    if root.kind != "op" or root.op not in vocabulary.ROW_OPS:
         return _softmax_epilogue(root, out_shape, ctx)
     x = float_leaf(root.args[0], f"the {root.op} input")
     if x.kind != "input" or tuple(x.shape or ()) != out_shape:
@@ -199,7 +200,7 @@ def _norm_match(kind: str, x: Expr, weight: Expr, bias: Expr, eps: Expr, ndims: 
 
 
 def _written_row_op(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
-    if root.kind == "op" and root.op in ir.ROW_OPS:
+    if root.kind == "op" and root.op in vocabulary.ROW_OPS:
         raise NoMatch("handled as a library call")
     leaves = leaves_of(root)
     inputs = [e for e in leaves if e.kind == "input"]
@@ -221,7 +222,7 @@ def _reduction(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     """A reduction of a forward input, or of a pointwise function of one (``prologue``:
     sum(x * x)), with pointwise ops of its result after it (``epilogue``: sqrt(.)): one
     read of x, one store. Fused only where the reduced dims are the last ones (rows)."""
-    reds = [n for n in root.walk() if n.kind == "op" and n.op in ir.REDUCTIONS]
+    reds = [n for n in root.walk() if n.kind == "op" and n.op in vocabulary.REDUCTIONS]
     if len(reds) != 1:
         raise NoMatch("the output is not a sum, mean, max, min or logsumexp" if not reds
                       else f"{len(reds)} reductions (one per kernel here)")
@@ -324,8 +325,7 @@ def _matmul(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
 
 
 # -- tracing failed: a single op read from the op list ------------------------------------------------
-_OPS_UNARY = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "silu": "silu", "exp": "exp", "abs": "abs",
-              "hardsigmoid": "hardsigmoid", "hardswish": "hardswish", "mish": "mish", "gelu": "gelu"}
+_OPS_UNARY = {op: op for op in vocabulary.UNARY - {"identity"}}  # an aten op's name is the IR's
 
 
 def _from_ops(analysis: dict[str, Any]) -> tuple[Expr | None, list[str]]:

@@ -18,16 +18,8 @@ import torch
 import torch.nn.functional as F
 
 from ..ir.expr import Expr, const
-
-_UNARY = {
-    "relu": torch.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "silu": F.silu, "exp": torch.exp,
-    "log": torch.log, "abs": torch.abs, "neg": torch.neg, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
-    "reciprocal": torch.reciprocal, "square": torch.square, "sin": torch.sin, "cos": torch.cos, "erf": torch.erf,
-    "identity": lambda x: x, "cast": lambda x: x, "relu6": F.relu6, "mish": F.mish, "selu": F.selu,
-    "hardsigmoid": F.hardsigmoid, "hardswish": F.hardswish,
-}
-_BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "maximum": torch.maximum,
-           "minimum": torch.minimum}
+from ..ir.vocabulary import BINARY
+from ..templates.ops import OPS
 
 
 class CannotEvaluate(Exception):
@@ -54,22 +46,18 @@ def evaluate(root: Expr, env: dict[int, torch.Tensor]) -> torch.Tensor:
 
 def _apply(e: Expr, args: list[Any]) -> Any:
     op, x = e.op, args[0]
-    if op in _UNARY:
-        return _UNARY[op](x)
-    if op in _BINARY:
-        return _BINARY[op](torch.as_tensor(x, dtype=torch.float64), args[1])
+    if op in ("identity", "cast"):
+        return x
+    if op in BINARY:
+        return OPS[op].torch(torch.as_tensor(x, dtype=torch.float64), args[1])
+    if op in OPS:
+        return OPS[op].torch(*args)
     if op == "gelu":
         return F.gelu(x, approximate=e.attrs.get("approximate", "none"))
     if op == "pow":
         return torch.pow(x, args[1])
-    if op == "leaky_relu":
-        return F.leaky_relu(x, args[1])
-    if op == "elu":
-        return F.elu(x, args[1])
     if op in ("clamp", "hardtanh"):
         return torch.clamp(x, args[1], args[2])
-    if op == "softplus":
-        return F.softplus(x, args[1], args[2])
     if op in ("sum", "mean", "amax", "amin", "max", "min", "logsumexp") and e.attrs.get("values"):
         dim, keep = e.attrs.get("dim"), e.attrs.get("keepdim", False)
         if dim is None:

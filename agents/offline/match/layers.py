@@ -86,11 +86,15 @@ def arg_reduction(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match
 
 
 def scan(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
-    """cumsum / cumprod of a forward input along one dim, or its reverse form
-    ``x.flip(d).cumsum(d).flip(d)``."""
-    reverse = False
+    """cumsum / cumprod of a forward input along one dim, its reverse form
+    ``x.flip(d).cumsum(d).flip(d)``, or its exclusive form
+    ``cat((zeros, x.narrow(d, 0, n - 1).cumsum(d)), d)`` (each value the scan of those before it)."""
+    reverse = exclusive = False
     e = root
-    if e.kind == "op" and e.op == "flip" and e.args[0].kind == "op" and e.args[0].op == "scan":
+    if e.kind == "op" and e.op == "cat" and len(e.args) == 2:
+        e, x = _exclusive(root, out_shape)
+        exclusive = True
+    elif e.kind == "op" and e.op == "flip" and e.args[0].kind == "op" and e.args[0].op == "scan":
         inner = e.args[0].args[0]
         if not (inner.kind == "op" and inner.op == "flip"):
             raise NoMatch("a flip after a scan without a flip before it")
@@ -107,9 +111,31 @@ def scan(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
         raise NoMatch("the output is not a cumsum or cumprod")
     nd = len(x.shape or ())
     spec = {"x": x, "combine": e.attrs["combine"], "dim": _dim(e.attrs["dim"], nd), "reverse": reverse,
-            "out_shape": out_shape}
-    kind = "cum" + e.attrs["combine"] + (" (reverse)" if reverse else "")
+            "exclusive": exclusive, "out_shape": out_shape}
+    kind = "cum" + e.attrs["combine"] + (" (reverse)" if reverse else "") + (" (exclusive)" if exclusive else "")
     return Match("scan", kind, ctx, spec)
+
+
+def _exclusive(root: Expr, out_shape: tuple[int, ...]) -> tuple[Expr, Expr]:
+    """The scan and its input x of ``cat((c, scan(x.narrow(d, 0, n - 1))), d)``, where c is one
+    slice along d of the scan's identity (0 for a sum, 1 for a product)."""
+    fill, e = root.args
+    nd = len(out_shape)
+    if not (fill.kind == "op" and fill.op == "fill" and e.kind == "op" and e.op == "scan"):
+        raise NoMatch("a cat that is not a constant followed by a scan")
+    d = _dim(root.attrs["dim"], nd)
+    identity = 0.0 if e.attrs["combine"] == "sum" else 1.0
+    if fill.attrs["value"] != identity or fill.shape is None or len(fill.shape) != nd or fill.shape[d] != 1:
+        raise NoMatch("the constant before the scan is not one slice of the scan's identity")
+    head = e.args[0]
+    if _dim(e.attrs["dim"], nd) != d or not (head.kind == "op" and head.op == "head"
+                                             and _dim(head.attrs["dim"], nd) == d):
+        raise NoMatch("the scan is not of a narrowed input along the cat's dim")
+    x = forward_input(head.args[0], "exclusive scan")
+    if x.shape is None or tuple(x.shape) != tuple(out_shape) or head.shape is None \
+            or head.shape[d] != x.shape[d] - 1:
+        raise NoMatch("the scanned part is not the input less its last slice")
+    return e, x
 
 
 

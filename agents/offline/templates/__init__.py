@@ -13,14 +13,24 @@ from ... import backends
 from .pipeline import Pipeline
 
 # The families, in the order the engine tries them: each is a Triton module in triton/ and a C
-# module of the same name in cpu/ (adding a family: docs/architecture.md).
+# module of the same name in cpu/, in the room ROOMS names (adding a family: docs/architecture.md).
 NAMES: tuple[str, ...] = ("elementwise", "softmax", "norm", "reduction", "matmul", "pooling", "argreduce", "scan",
                           "channel_norm", "conv", "attention", "triangle", "cross_entropy", "concat",
                           "permute", "recurrent")
 
 
+# Rooms of each backend's folder: families that work along rows (one output per row or
+# window of a row) and products (a multiply-accumulate over a shared dimension); the
+# elementwise, pooling and layout families sit at the top.
+ROOMS: dict[str, tuple[str, ...]] = {
+    "rows": ("softmax", "norm", "reduction", "argreduce", "scan", "channel_norm", "cross_entropy"),
+    "products": ("matmul", "conv", "attention", "triangle", "recurrent"),
+}
+_ROOM = {name: room for room, names in ROOMS.items() for name in names}
+
+
 def _modules(package: str) -> dict[str, ModuleType]:
-    return {name: importlib.import_module(f"{package}.{name}") for name in NAMES}
+    return {name: importlib.import_module(".".join(filter(None, (package, _ROOM.get(name), name)))) for name in NAMES}
 
 
 FAMILIES: dict[str, ModuleType] = _modules(__name__ + ".triton")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..ir.expr import Expr
 from ..template_context import Context, NotRenderable
@@ -60,16 +60,12 @@ class ExprWriter(OpWriter):
         self.helpers.update(h for h in ("_tanh", "_softplus") if h + "(" in form)
         return form.format(*args)
 
-    def power(self, base: str, exponent: float) -> str:
-        if exponent == 0.5:
-            return f"tl.sqrt({base})"
-        if exponent == -0.5:
-            return f"tl.rsqrt({base})"
-        if float(exponent).is_integer() and 0 < abs(exponent) <= 8:
-            prod = " * ".join([base] * int(abs(exponent)))
-            return prod if exponent > 0 else f"1.0 / ({prod})"
-        # negative bases give NaN, as torch does for a non-integer exponent
-        return f"tl.exp({float(exponent)!r} * tl.log({base}))"
+    # negative bases give NaN for "other", as torch does for a non-integer exponent
+    POWERS: ClassVar[dict[str, str]] = {"sqrt": "tl.sqrt({0})", "rsqrt": "tl.rsqrt({0})", "product": "{0}",
+                                        "inverse": "1.0 / ({0})", "other": "tl.exp({1} * tl.log({0}))"}
+
+    def number(self, v: float) -> str:
+        return repr(float(v))
 
 
 def helper_source(names: Iterable[str]) -> str:
@@ -228,3 +224,21 @@ def recurrent_call(match: Any, ctx: Context) -> tuple[dict[str, Any], str]:
               "gru": int(spec["cell"] == "GRU"), "batch_first": int(bf), "cell": RNN_CELLS[key],
               "result": {"output": "out", "h_n": "hn", "c_n": "cn"}[spec["select"]]}
     return fields, f"recurrent({xs}, {state[0]}, {state[1]}, [{weights}])"
+
+
+def fused_parts(match: Any) -> tuple[Context, Expr, list[Expr], tuple[int, ...]]:
+    """An elementwise match as both renders read it: a fresh naming context, the DAG's root,
+    its leaves (the operands) and the output's shape."""
+    spec = match.spec
+    return match.ctx.fresh(), spec["root"], spec["leaves"], spec["out_shape"]
+
+
+@dataclass
+class Operands:
+    """What each operand of a fused elementwise kernel adds to its loads, its docstring and its
+    host (the C and Triton templates add their own fields)."""
+
+    host_args: list[str] = field(default_factory=list)
+    loads: list[str] = field(default_factory=list)
+    docs: list[str] = field(default_factory=list)
+    prep: list[str] = field(default_factory=list)

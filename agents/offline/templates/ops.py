@@ -3,13 +3,18 @@ the code generator both backends share: ``OpWriter`` turns an Expr DAG into one 
 per op node; ``common.ExprWriter`` (Triton) and ``cpu/common.CWriter`` (C) say only how
 a name, a literal, a statement and a power are written in their language.
 
-Adding an op: its row here (both columns), its evaluation in ``fingerprint.py`` and its
-recognition in ``ir.py``."""
+Adding an op: its row here (Triton, C and torch: the matcher's fingerprint evaluates the
+torch column) and its name in ``ir/vocabulary.py`` (a test checks that every op the IR
+names has a row)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
 
 from ..ir.expr import Expr
 from ..template_context import Context
@@ -19,47 +24,52 @@ from ..template_context import Context
 class Op:
     triton: str  # a format string over the op's arguments {0}, {1}, ...
     c: str
+    torch: Callable[..., Any]  # the op in torch, over the same arguments (the matcher's fingerprint evaluates it)
 
 
 OPS: dict[str, Op] = {
-    "relu": Op("tl.maximum({0}, 0.0)", "({0} > 0.0f ? {0} : 0.0f)"),
-    "relu6": Op("tl.minimum(tl.maximum({0}, 0.0), 6.0)", "({0} > 6.0f ? 6.0f : ({0} > 0.0f ? {0} : 0.0f))"),
-    "sigmoid": Op("tl.sigmoid({0})", "kf_sigmoid({0})"),
-    "tanh": Op("_tanh({0})", "kf_tanh({0})"),
-    "silu": Op("{0} * tl.sigmoid({0})", "{0} * kf_sigmoid({0})"),
-    "mish": Op("{0} * _tanh(_softplus({0}, 1.0, 20.0))", "{0} * kf_tanh(kf_softplus({0}, 1.0f, 20.0f))"),
-    "hardsigmoid": Op("tl.minimum(tl.maximum({0} / 6.0 + 0.5, 0.0), 1.0)", "kf_clamp({0} / 6.0f + 0.5f, 0.0f, 1.0f)"),
-    "hardswish": Op("{0} * tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0", "{0} * kf_clamp({0} + 3.0f, 0.0f, 6.0f) / 6.0f"),
+    "relu": Op("tl.maximum({0}, 0.0)", "({0} > 0.0f ? {0} : 0.0f)", torch.relu),
+    "relu6": Op("tl.minimum(tl.maximum({0}, 0.0), 6.0)", "({0} > 6.0f ? 6.0f : ({0} > 0.0f ? {0} : 0.0f))", F.relu6),
+    "sigmoid": Op("tl.sigmoid({0})", "kf_sigmoid({0})", torch.sigmoid),
+    "tanh": Op("_tanh({0})", "kf_tanh({0})", torch.tanh),
+    "silu": Op("{0} * tl.sigmoid({0})", "{0} * kf_sigmoid({0})", F.silu),
+    "mish": Op("{0} * _tanh(_softplus({0}, 1.0, 20.0))", "{0} * kf_tanh(kf_softplus({0}, 1.0f, 20.0f))", F.mish),
+    "hardsigmoid": Op("tl.minimum(tl.maximum({0} / 6.0 + 0.5, 0.0), 1.0)", "kf_clamp({0} / 6.0f + 0.5f, 0.0f, 1.0f)",
+                      F.hardsigmoid),
+    "hardswish": Op("{0} * tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0",
+                    "{0} * kf_clamp({0} + 3.0f, 0.0f, 6.0f) / 6.0f", F.hardswish),
     "selu": Op("1.0507009873554805 * tl.where({0} > 0.0, {0}, 1.6732632423543772 * (tl.exp({0}) - 1.0))",
-               "1.0507009873554805f * ({0} > 0.0f ? {0} : 1.6732632423543772f * (kf_exp({0}) - 1.0f))"),
-    "exp": Op("tl.exp({0})", "kf_exp({0})"),
-    "log": Op("tl.log({0})", "logf({0})"),
-    "abs": Op("tl.abs({0})", "fabsf({0})"),
-    "sqrt": Op("tl.sqrt({0})", "sqrtf({0})"),
-    "rsqrt": Op("tl.rsqrt({0})", "(1.0f / sqrtf({0}))"),
-    "sin": Op("tl.sin({0})", "sinf({0})"),
-    "cos": Op("tl.cos({0})", "cosf({0})"),
-    "erf": Op("tl.erf({0})", "kf_erf({0})"),
-    "neg": Op("-{0}", "(-{0})"),
-    "reciprocal": Op("1.0 / {0}", "(1.0f / {0})"),
-    "square": Op("{0} * {0}", "({0} * {0})"),
-    "leaky_relu": Op("tl.where({0} > 0.0, {0}, {0} * {1})", "({0} > 0.0f ? {0} : {0} * {1})"),
-    "elu": Op("tl.where({0} > 0.0, {0}, {1} * (tl.exp({0}) - 1.0))", "({0} > 0.0f ? {0} : {1} * (kf_exp({0}) - 1.0f))"),
-    "softplus": Op("_softplus({0}, {1}, {2})", "kf_softplus({0}, {1}, {2})"),
-    "add": Op("{0} + {1}", "({0} + {1})"),
-    "sub": Op("{0} - {1}", "({0} - {1})"),
-    "mul": Op("{0} * {1}", "({0} * {1})"),
-    "div": Op("{0} / {1}", "({0} / {1})"),
-    "maximum": Op("tl.maximum({0}, {1})", "kf_max({0}, {1})"),
-    "minimum": Op("tl.minimum({0}, {1})", "kf_min({0}, {1})"),
+               "1.0507009873554805f * ({0} > 0.0f ? {0} : 1.6732632423543772f * (kf_exp({0}) - 1.0f))", F.selu),
+    "exp": Op("tl.exp({0})", "kf_exp({0})", torch.exp),
+    "log": Op("tl.log({0})", "logf({0})", torch.log),
+    "abs": Op("tl.abs({0})", "fabsf({0})", torch.abs),
+    "sqrt": Op("tl.sqrt({0})", "sqrtf({0})", torch.sqrt),
+    "rsqrt": Op("tl.rsqrt({0})", "(1.0f / sqrtf({0}))", torch.rsqrt),
+    "sin": Op("tl.sin({0})", "sinf({0})", torch.sin),
+    "cos": Op("tl.cos({0})", "cosf({0})", torch.cos),
+    "erf": Op("tl.erf({0})", "kf_erf({0})", torch.erf),
+    "neg": Op("-{0}", "(-{0})", torch.neg),
+    "reciprocal": Op("1.0 / {0}", "(1.0f / {0})", torch.reciprocal),
+    "square": Op("{0} * {0}", "({0} * {0})", torch.square),
+    "leaky_relu": Op("tl.where({0} > 0.0, {0}, {0} * {1})", "({0} > 0.0f ? {0} : {0} * {1})", F.leaky_relu),
+    "elu": Op("tl.where({0} > 0.0, {0}, {1} * (tl.exp({0}) - 1.0))", "({0} > 0.0f ? {0} : {1} * (kf_exp({0}) - 1.0f))",
+              F.elu),
+    "softplus": Op("_softplus({0}, {1}, {2})", "kf_softplus({0}, {1}, {2})", F.softplus),
+    "add": Op("{0} + {1}", "({0} + {1})", torch.add),
+    "sub": Op("{0} - {1}", "({0} - {1})", torch.sub),
+    "mul": Op("{0} * {1}", "({0} * {1})", torch.mul),
+    "div": Op("{0} / {1}", "({0} / {1})", torch.div),
+    "maximum": Op("tl.maximum({0}, {1})", "kf_max({0}, {1})", torch.maximum),
+    "minimum": Op("tl.minimum({0}, {1})", "kf_min({0}, {1})", torch.minimum),
 }
 # Formulas the generator picks by an op's attributes (gelu), and ops it writes itself:
 # clamp / hardtanh (a maximum and a minimum, each bound optional) and pow (by exponent).
 FORMULAS: dict[str, Op] = {
     "gelu": Op("0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
-               "0.5f * {0} * (1.0f + kf_erf({0} * 0.7071067811865476f))"),
+               "0.5f * {0} * (1.0f + kf_erf({0} * 0.7071067811865476f))", F.gelu),
     "gelu_tanh": Op("0.5 * {0} * (1.0 + _tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))",
-                    "0.5f * {0} * (1.0f + kf_tanh(0.7978845608028654f * ({0} + 0.044715f * {0} * {0} * {0})))"),
+                    "0.5f * {0} * (1.0f + kf_tanh(0.7978845608028654f * ({0} + 0.044715f * {0} * {0} * {0})))",
+                    lambda x: F.gelu(x, approximate="tanh")),
 }
 WRITTEN = {"gelu", "clamp", "hardtanh", "pow"}
 PASS_THROUGH = {"identity", "cast", "view"}
@@ -101,8 +111,20 @@ class OpWriter:
     def statement(self, var: str, expr: str) -> str:
         raise NotImplementedError
 
-    def power(self, base: str, exponent: float) -> str:
+    # How the language writes the forms ``power`` picks: {0} the base (or the product of
+    # ``exponent`` bases, for "product" and "inverse"), {1} the exponent (``number``).
+    POWERS: ClassVar[dict[str, str]] = {}
+
+    def number(self, v: float) -> str:
         raise NotImplementedError
+
+    def power(self, base: str, exponent: float) -> str:
+        if exponent in (0.5, -0.5):
+            return self.POWERS["sqrt" if exponent > 0 else "rsqrt"].format(base)
+        if float(exponent).is_integer() and 0 < abs(exponent) <= 8:
+            prod = " * ".join([base] * int(abs(exponent)))
+            return self.POWERS["product" if exponent > 0 else "inverse"].format(prod)
+        return self.POWERS["other"].format(base, self.number(exponent))
 
     def spelled(self, op: str, args: list[str]) -> str:
         return getattr(OPS.get(op) or FORMULAS[op], self.column).format(*args)

@@ -1,18 +1,18 @@
 """/v1/evaluate: judge a given candidate against a reference (a job of kind
 "evaluate", run by a worker like any other). Waiting for the verdict holds no
 thread: the request sleeps on the event loop until the job's final status is
-announced (app/jobs/wait.py)."""
+announced (app/jobs/reading/wait.py)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 from sqlalchemy.orm import Session
 
-from ...jobs.broker import enqueue_after_commit
 from ...jobs.create import JOBS_SUBMITTED, create_evaluation
+from ...jobs.reading.views import visible_job
+from ...jobs.reading.wait import wait_finished
+from ...jobs.sending.broker import enqueue_after_commit
 from ...jobs.status import TERMINAL
-from ...jobs.views import visible_job
-from ...jobs.wait import wait_finished
 from ...schemas import EvaluateCreate, EvaluateOut
 from ..deps import CurrentUser, DbDep, RateLimit, SettingsDep
 from ..errors import responses

@@ -6,10 +6,10 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response, status
 
-from ...jobs import core_views as views
-from ...jobs import views as svc
 from ...jobs.create import JOBS_SUBMITTED, submit_job
 from ...jobs.lease import cancel_job
+from ...jobs.reading import core_views as views
+from ...jobs.reading import views as svc
 from ...jobs.status import JobStatus
 from ...schemas import JobCreate, JobDetail, JobOut, JobPage, Text
 from ..deps import CallerDep

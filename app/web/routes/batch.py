@@ -4,7 +4,9 @@ curves, and a run's page (headline metrics, curves, per level, per problem)."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
+from markupsafe import Markup
 
+from ...batch.reporting.roofline_plot import plot_rooflines
 from ...errors import NotFound
 from ..batch_runs import BatchDir, list_runs, load_run
 from ..chart import fast_p_curves
@@ -33,6 +35,9 @@ def batch_run(name: str, request: Request, user: WebUser, root: BatchDir) -> Res
     m = report["metrics"]
     views = [("per sample", m["per_sample"])] + ([("best of k", m["best_of_k"])] if "best_of_k" in m else [])
     series = [(f"vs {base}, {title}", v[f"fast_p_{base}"]) for title, v in views for base in ("eager", "compile")]
+    roof = plot_rooflines([(p["problem"], p.get("roofline") or {}) for p in report["problems"]],
+                          "every verified problem against this machine's roofs")
     return render(request, "batch_run.html", {"name": name, "report": report, "views": views,
-                                              "curves": fast_p_curves(series, m["p_values"])},
+                                              "curves": fast_p_curves(series, m["p_values"]),
+                                              "roofline": Markup(roof) if roof else None},  # noqa: S704
                   user=user, active="batch")

@@ -7,9 +7,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
 
 from ...errors import NotFound
-from ...jobs import views as svc
 from ...jobs.lease import cancel_job
-from ...jobs.listing import BACKENDS, Filters, list_page
+from ...jobs.reading import views as svc
+from ...jobs.reading.listing import BACKENDS, Filters, list_page
 from ...jobs.status import LIVE, JobStatus
 from ..deps import FormData, WebSession, WebUser
 from ..diff import side_by_side

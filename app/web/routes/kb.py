@@ -9,12 +9,13 @@ from fastapi import APIRouter, Query, Request, Response
 
 from knowledge_base.facade import UnknownStrategy
 from knowledge_base.filters import Filters
+from knowledge_base.model import FAMILIES
 
 from ...backends import BACKENDS
 from ...deps import SettingsDep
 from ...errors import NotFound
 from ...kb import knowledge_base
-from ..deps import WebSession, WebUser
+from ..deps import UserAlone
 from ..page_route import PageRoute
 from ..render import render
 
@@ -22,11 +23,10 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
 
 @router.get("/kb")
-def kb_search(request: Request, user: WebUser, session: WebSession, settings: SettingsDep,
+def kb_search(request: Request, user: UserAlone, settings: SettingsDep,
               q: Annotated[str, Query(max_length=500)] = "",
               family: Annotated[str, Query(max_length=40)] = "",
               backend: Annotated[str, Query(max_length=16)] = "") -> Response:
-    session.commit()  # end the auth write before the knowledge base (same SQLite file when embedded) writes
     kb = knowledge_base(settings.db_url)
     backend = backend if backend in BACKENDS else ""
     filters = {k: v for k, v in {"op_families": [family] if family else None, "backend": backend}.items() if v}
@@ -37,23 +37,20 @@ def kb_search(request: Request, user: WebUser, session: WebSession, settings: Se
         hits = sorted((kb.show(s.id) for s in kb.store.all()
                        if (not family or family in s.applies_to.get("op_families", [])) and by_backend.matches(s)),
                       key=lambda s: -s["confidence"])[:50]
-    return render(request, "kb.html", {"q": q, "family": family, "backend": backend, "backends": BACKENDS,
-                                       "hits": hits, "stats": kb.stats()}, user=user, active="kb")
+    return render(request, "kb.html", {"q": q, "family": family, "families": FAMILIES, "backend": backend,
+                                       "backends": BACKENDS, "hits": hits, "stats": kb.stats()}, user=user, active="kb")
 
 
 @router.get("/kb/archive")
-def kb_archive(request: Request, user: WebUser, session: WebSession, settings: SettingsDep) -> Response:
+def kb_archive(request: Request, user: UserAlone, settings: SettingsDep) -> Response:
     """The best verified kernel per (problem signature, backend, hardware key), speedups labelled by where they
     were measured."""
-    session.commit()
     entries = sorted(knowledge_base(settings.db_url).store.archive_all(), key=lambda e: (e.problem, e.backend, e.arch))
     return render(request, "kb_archive.html", {"entries": entries}, user=user, active="kb")
 
 
 @router.get("/kb/{strategy_id}")
-def kb_strategy(strategy_id: str, request: Request, user: WebUser, session: WebSession,
-                settings: SettingsDep) -> Response:
-    session.commit()
+def kb_strategy(strategy_id: str, request: Request, user: UserAlone, settings: SettingsDep) -> Response:
     try:
         strategy = knowledge_base(settings.db_url).show(strategy_id)
     except UnknownStrategy as exc:

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 from ...backends import CHOICES
 from ...errors import BadRequest
 from ...jobs import create as svc
-from ...jobs.broker import enqueue_after_commit
 from ...jobs.create import JOBS_SUBMITTED
+from ...jobs.sending.broker import enqueue_after_commit
 from ...schemas import JobCreate
 from ...settings import PROVIDERS
 from ..deps import FormData, WebSession, WebUser

@@ -9,6 +9,8 @@
   and comparing rely on, and names those that were replaced; ``tamper.EvasionWatch``
   names a call that turns the op recorder off.
 * ``threads`` reports threads and processes still alive (or working) after forward.
+* ``syscall_filter`` is not an observer but a barrier, installed before a CPU candidate's
+  timed pass: the kernel kills the process for a new thread, process or program.
 * ``ablation.Ablation`` skips every custom kernel (and poisons fresh allocations) for
   one extra forward call: if the output is still right, the kernels are decoys.
 
@@ -17,4 +19,4 @@ the judge decides on plain tensors it compares itself, and on CUDA the outside
 clock corroborates the timings.
 """
 
-from . import ablation, launches, ops, recorder, tamper, threads  # noqa: F401  (guards.<observer>.<name>)
+from . import ablation, launches, ops, recorder, syscall_filter, tamper, threads  # noqa: F401  (guards.<observer>.<name>)

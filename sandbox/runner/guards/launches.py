@@ -46,7 +46,8 @@ class LaunchCounter:
         import sys
         import types
 
-        from .. import native, scratch
+        from ..native import library as native
+        from ..native import scratch
 
         shim = types.ModuleType("kforge_native", "Native CPU kernels (see docs/cpu_backend.md).")
         for name in ("NativeError", "NativeBuildError", "NativeArgumentError", "NativeLibrary"):

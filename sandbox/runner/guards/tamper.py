@@ -44,26 +44,30 @@ def _watched() -> dict[str, tuple[Any, str]]:
     # reported times and the outside clock's phases.
     import sys as _sys
 
-    for mod_name, names in (("sandbox.runner.timing", ("time_cpu", "time_cuda", "run_null", "_perf_ns", "_cpu_ns",
-                                                        "_usage", "_cuda_sync", "_Event", "_elapsed", "_record",
-                                                        "cuda_rep", "l2_flush_buffer")),
-                            ("sandbox.runner.timed", ("emit_timing", "replay", "note_inputs", "same_bits", "touched",
-                                                      "load_set", "_copy", "_clone", "_equal", "flatten_output")),
-                            ("sandbox.runner.harness", ("snapshot_outputs", "sync", "_clone", "_to",
-                                                         "_detach", "_copy", "build", "to_cpu", "taken",
-                                                         "snapshot_taken", "flatten_output", "send_now")),
-                            # what sends tensors to the judge: a patched one could send back an input's
-                            # file as it came when the call had written to the input
-                            ("sandbox.runner.shared", ("export", "_export", "_same_file", "_mapping_untouched",
-                                                        "_memfd", "send")),
-                            ("sandbox.runner.guards", ("stray_work", "native_threads", "busy_threads", "_thread_stat")),
-                            ("sandbox.runner.provenance", ("Provenance", "reachable_tensors", "cost", "work_of",
-                                                           "tensors_in"))):
+    for mod_name, names in (
+            ("sandbox.runner.measure.timing", ("time_cpu", "time_cuda", "run_null", "_perf_ns", "_cpu_ns", "_usage",
+                                               "_cuda_sync", "_Event", "_elapsed", "_record", "cuda_rep",
+                                               "l2_flush_buffer")),
+            ("sandbox.runner.measure.timed", ("emit_timing", "replay", "note_inputs", "same_bits", "touched",
+                                              "load_set", "_copy", "_clone", "_equal", "flatten_output")),
+            ("sandbox.runner.phases.harness", ("snapshot_outputs", "sync", "_clone", "_to", "_detach", "_copy", "build",
+                                               "to_cpu", "taken", "snapshot_taken", "flatten_output", "send_now")),
+            # what sends tensors to the judge: a patched one could send back an input's
+            # file as it came when the call had written to the input
+            ("sandbox.runner.channel.shared", ("export", "_export", "_same_file", "_mapping_untouched", "_memfd",
+                                               "seal", "send")),
+            ("sandbox.runner.guards", ("stray_work", "native_threads", "busy_threads", "_thread_stat")),
+            ("sandbox.runner.measure.provenance", ("Provenance", "reachable_tensors", "cost", "work_of",
+                                                   "tensors_in"))):
         module = _sys.modules.get(mod_name)
         if module is not None:
             for n in names:
                 watched[f"{mod_name}.{n}"] = (module, n)
-    prov = _sys.modules.get("sandbox.runner.provenance")
+    harness = _sys.modules.get("sandbox.runner.phases.harness")
+    if harness is not None:  # a candidate job's state: its methods make every recorder and tamper list
+        for n in ("recorder", "tamper"):
+            watched[f"_Candidate.{n}"] = (harness._Candidate, n)
+    prov = _sys.modules.get("sandbox.runner.measure.provenance")
     if prov is not None:  # the recorder's own methods: replacing one would blind it
         for n in ("__torch_dispatch__", "kernel_launch", "summary", "__enter__", "__exit__", "_set", "_merge"):
             watched[f"Provenance.{n}"] = (prov.Provenance, n)

@@ -10,8 +10,8 @@ import csv
 import json
 from html import escape
 
-from app.batch import metrics as M
-from app.batch.report import sizes_note, write_reports
+from app.batch.reporting import metrics as M
+from app.batch.reporting.report import sizes_note, write_reports
 from tests.app.batch.records import record
 
 CPU = "AMD EPYC 7B13, 2 threads"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from app.batch import metrics as M
+from app.batch.reporting import metrics as M
 from tests.app.batch.records import gpu_run, record
 
 

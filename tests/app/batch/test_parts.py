@@ -6,7 +6,7 @@ import pytest
 
 from app.batch.compare import change, compare
 from app.batch.heldout import SCALES, SHRINK_SCALES, held_out, scaled_source
-from app.batch.report import write_reports
+from app.batch.reporting.report import write_reports
 from app.batch.run import BatchError
 from app.batch.task import final_evaluation, speedups
 from sandbox import EvalOptions, ProblemError, load_problem

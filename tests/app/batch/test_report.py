@@ -6,7 +6,7 @@ import csv
 import json
 import re
 
-from app.batch.report import write_reports
+from app.batch.reporting.report import write_reports
 from tests.app.batch.records import gpu_run, record
 
 

@@ -31,7 +31,13 @@ def test_eval_asks_the_daemon_at_the_default_socket_and_gets_the_local_verdict(t
         code, asked, _ = eval_json(PROBLEM, WRONG, "--device", "cpu", env=env)
         local_code, local, _ = eval_json(PROBLEM, WRONG, "--device", "cpu", "--no-daemon", env=env)
         assert code == local_code == 1
-        assert asked["checks"] == local["checks"] and asked["checks"]["perturbed_sizes"] == "fail"
+        # The checks that do not read what this wrong kernel leaves unwritten at perturbed sizes
+        # (``finite``, ``deterministic``, ... see memory the allocator handed back, whose contents
+        # differ from one process to the next) nor what it writes past a smaller output's end
+        # (``runtime``: the heap it corrupts crashes the process later in some runs, 2 in 6 here)
+        decisive = ("compile", "signature", "source_policy", "correctness", "perturbed_sizes", "kernel_launched")
+        assert [asked["checks"][k] for k in decisive] == [local["checks"][k] for k in decisive]
+        assert asked["verdict"] == local["verdict"] == "fail" and asked["checks"]["perturbed_sizes"] == "fail"
         code, refused, _ = eval_json(PROBLEM, CORRECT, "--device", "tpu", env=env)
         assert code == 2 and "--device 'tpu'" in refused["reasons"][0], refused
     finally:

@@ -31,7 +31,10 @@ def run(*args: str, tmp_path: Path, timeout: int = 600) -> tuple[int, dict]:
 def test_quick_cpu_selftest(tmp_path: Path) -> None:
     code, report = run("--device", "cpu", "--quick", tmp_path=tmp_path)
     assert report["device"] == "cpu" and report["quick"] is True
-    assert set(report["parts"]) == {"solutions", "redteam", "engine", "timing"}
+    assert set(report["parts"]) == {"ceilings", "solutions", "redteam", "engine", "timing"}
+    ceilings = report["parts"]["ceilings"]["numbers"]  # measured first, with the judge's threads
+    assert ceilings["bandwidth_gbs"]["triad"]["best"] > 0 and ceilings["gemm_fp32_gflops"]["best"] > 0
+    assert ceilings["cached"] is False and ceilings["machine"]["threads"] >= 1
     for part in report["parts"].values():
         assert part["verdict"] in ("pass", "warn", "fail") and isinstance(part["summary"], str)
     solutions, redteam = report["parts"]["solutions"], report["parts"]["redteam"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import anyio
 
+from tests.agents.search.test_cpu import GOOD_C
 from tests.app.mcp.conftest import HONEST, REFERENCE, call, error_text, ok, stdio_session
 
 
@@ -21,6 +22,13 @@ def test_tools_take_backend_cpu(tmp_path):
 
             judged = ok(await call(session, "evaluate_kernel", reference=REFERENCE, candidate=HONEST, backend="cpu"))
             assert judged["verdict"] == "pass" and judged["device"] == "cpu"
+            assert judged["roofline"] == {}  # Triton's interpreter: nothing timed for speed
+            # A native C kernel is timed for real: its roofline against the ceilings the server kept at its start.
+            native = await call(session, "evaluate_kernel", reference=REFERENCE, candidate=GOOD_C, backend="cpu")
+            roof = ok(native)["roofline"]
+            assert roof["bound_by"] == "memory" and {"kernel", "eager"} <= set(roof["parties"])
+            assert roof["parties"]["kernel"]["fraction"] > 0
+            assert "Roofline: " in " ".join(getattr(c, "text", "") for c in native.content)
             assert "no CUDA device" in error_text(await call(session, "evaluate_kernel", reference=REFERENCE,
                                                              candidate=HONEST))
             clash = await call(session, "evaluate_kernel", reference=REFERENCE, candidate=HONEST, backend="cpu",

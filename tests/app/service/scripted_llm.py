@@ -4,7 +4,7 @@ test can kill a worker between candidates."""
 
 from __future__ import annotations
 
-from tests.agents import scripted
+from tests.agents.search import scripted
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
 PLAN = ('```json\n{"strategies": [{"title": "fused kernel A", "rationale": "r", "steps": "s"}, '

@@ -1,7 +1,7 @@
 """POST /v1/evaluate waits for its verdict without holding a thread: 50 waits
 in flight on one API process (more than its 10 database threads) leave the
 other routes answering, and each wait returns as soon as its job's final status
-is announced (Redis pub/sub), not at its next re-read (app/jobs/wait.py).
+is announced (Redis pub/sub), not at its next re-read (app/jobs/reading/wait.py).
 
 Real peers: PostgreSQL, a private Redis, `kforge api` and `kforge worker`
 processes. 47 of the waits end by cancellation (a queued job is cancelled at
@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import httpx
 
-from app.jobs.wait import RECHECK_S
+from app.jobs.reading.wait import RECHECK_S
 from tests.app.service.conftest import ROOT, token, wait_for
 
 REFERENCE = (ROOT / "problems/level1/1_relu_scale.py").read_text()

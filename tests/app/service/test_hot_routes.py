@@ -24,7 +24,7 @@ from app.db.migrate import upgrade_database
 from app.db.models import Candidate, Job
 from app.db.session import engine_for
 from app.deps import settings as settings_dep
-from app.jobs.broker import celery_app
+from app.jobs.sending.broker import celery_app
 from app.settings import Settings, get_settings
 
 REF = open("problems/level1/1_relu_scale.py").read()
@@ -113,6 +113,6 @@ def test_submissions_answer_what_fastapis_route_answers(service) -> None:  # noq
     assert {k for k in a if a[k] != b[k]} == {"id", "created_at"} and list(a) == list(b)
     with Session(engine_for(settings.db_url)) as s:
         assert s.scalar(select(func.count()).select_from(Job).where(Job.problem_name == "relu")) == 2
-    if broker:  # both were sent: the hot path from the event loop (app/jobs/loop_send.py), the route likewise
+    if broker:  # both were sent: the hot path from the event loop (app/jobs/sending/loop_send.py), the route likewise
         sent = redis.Redis.from_url(broker).lrange("cpu", 0, -1)
         assert sorted(a["id"] in m.decode() or b["id"] in m.decode() for m in sent) == [True, True]

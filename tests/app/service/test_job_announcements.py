@@ -13,8 +13,8 @@ import pytest
 from app.auth.tokens import create_token
 from app.db.models import Job
 from app.db.session import transaction
-from app.jobs.notify import notify_finished, publish_finished
-from app.jobs.wait import RECHECK_S, wait_finished
+from app.jobs.reading.notify import notify_finished, publish_finished
+from app.jobs.reading.wait import RECHECK_S, wait_finished
 from app.settings import Settings, get_settings
 
 

@@ -14,8 +14,8 @@ from app.auth.tokens import create_token
 from app.db.migrate import upgrade_database
 from app.db.models import Candidate, Job
 from app.errors import NotFound
-from app.jobs import core_views as views
-from app.jobs import views as svc
+from app.jobs.reading import core_views as views
+from app.jobs.reading import views as svc
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])

@@ -1,4 +1,4 @@
-"""A job sent from the event loop (app/jobs/loop_send.py) lands in Redis as the
+"""A job sent from the event loop (app/jobs/sending/loop_send.py) lands in Redis as the
 message Celery's own send writes: the same envelope, headers, properties and
 body, only the ids fresh; an unreachable Redis costs the sender nothing. (That
 a worker runs jobs sent this way: every API submission on PostgreSQL + Redis
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import redis
 
-from app.jobs.broker import celery_app, enqueue
-from app.jobs.loop_send import send_on_loop
+from app.jobs.sending.broker import celery_app, enqueue
+from app.jobs.sending.loop_send import send_on_loop
 from app.settings import get_settings
 
 JOB = "11111111-2222-4333-8444-555555555555"

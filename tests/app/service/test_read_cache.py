@@ -1,4 +1,4 @@
-"""GET /v1/jobs/{id} from the API process's read cache on PostgreSQL (app/jobs/read_cache.py):
+"""GET /v1/jobs/{id} from the API process's read cache on PostgreSQL (app/jobs/reading/read_cache.py):
 a kept answer is byte for byte the database's, another owner still gets 404, a write by
 another process (a worker's UPDATE) is seen as soon as its NOTIFY arrives, this process's
 own write (a cancel) at once, and while the listener is gone every read goes to the database."""
@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from app.jobs import read_cache
+from app.jobs.reading import read_cache
 from app.settings import Settings
 from tests.app.service.test_hot_routes import app_for, seed
 

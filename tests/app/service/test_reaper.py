@@ -17,8 +17,8 @@ from sqlalchemy import select, update
 from app.db.base import utcnow
 from app.db.models import Job, User
 from app.db.session import transaction
-from app.jobs.broker import celery_app
-from app.jobs.reaper import candidates, reap
+from app.jobs.sending.broker import celery_app
+from app.jobs.sending.reaper import candidates, reap
 from app.settings import get_settings
 
 STALE_S = 30.0

@@ -18,7 +18,7 @@ from app.db.loop_reads import loop_pool
 from app.db.models import Job
 from app.errors import BadRequest
 from app.jobs.create import NEW_JOB, create_job, submit_job
-from app.jobs.views import job_out
+from app.jobs.reading.views import job_out
 from app.schemas import JobCreate
 
 REF = open("problems/level1/1_relu_scale.py").read()

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.api.main import create_app
 from app.auth.tokens import create_token
-from app.batch.report import write_reports
+from app.batch.reporting.report import write_reports
 from app.db.migrate import upgrade_database
 from app.db.session import engine_for
 from app.deps import settings as settings_dep

@@ -13,7 +13,7 @@ from sqlalchemy import event, insert, select
 from sqlalchemy.orm import Session
 
 from app.db.models import Job, User
-from app.jobs.listing import Filters, list_page
+from app.jobs.reading.listing import Filters, list_page
 from tests.app.web.conftest import engine_for_test, make_token
 
 N = 10_000

@@ -92,6 +92,11 @@ def test_dashboard_end_to_end(browser, procs, service_env, pg_url, tmp_path):
     assert page.is_visible("svg.chart") and not page.is_visible("#no-gpu")
     assert page.inner_text("#timing-caption").startswith("CPU timing") and "×" in page.inner_text("#best-speedup")
     assert "checks passed" in main and "Tokens and cost" in main
+    # Against the machine's ceilings (the worker kept them before its first job): the best kernel and eager
+    # as points under the roofs.
+    roof = page.locator("#roofline svg.roofline")
+    assert roof.locator("circle.point.kernel").count() == 1 and roof.locator("circle.point.eager").count() == 1
+    assert roof.locator("polyline.roof").count() == 1 and "of the bound" in roof.locator("circle.point.kernel").text_content()
     assert page.get_attribute("a[download]", "href") == f"/v1/jobs/{job_id}/best"
     best = context.request.get(f"{url}/v1/jobs/{job_id}/best")  # the page's cookie authorises the API too
     assert best.status == 200 and "class ModelNew" in best.text()
@@ -152,6 +157,10 @@ def test_dashboard_end_to_end(browser, procs, service_env, pg_url, tmp_path):
     page.wait_for_url(f"{url}/batch/{RUN}")
     assert "correct" in page.inner_text(f"tr[data-problem='{PROBLEM}']") and not page.is_visible("#no-gpu")
     assert page.inner_text("#timing-kind").startswith("CPU wall time of native kernels")
+    # the final evaluation's kernel, eager and torch.compile against the ceilings the batch kept before it ran
+    points = page.locator("#roofline svg.roofline circle.point")
+    assert points.count() == 3 and page.locator("#roofline circle.point.compile").count() == 1
+    assert "kernel" in page.inner_text(f"tr[data-problem='{PROBLEM}'] td.roof")
     shot(page, "batch_run.png")
 
     # CSRF: a form post without the page's token, or from another origin, is refused.

@@ -17,7 +17,7 @@ from app.db.migrate import upgrade_database
 from app.db.models import Candidate, Job
 from app.db.session import engine_for
 from app.deps import settings as settings_dep
-from app.jobs.listing import Filters
+from app.jobs.reading.listing import Filters
 from app.settings import PROVIDERS, Settings
 from app.web.batch_runs import batch_dir
 from app.web.chart import best_speedup_chart

@@ -7,7 +7,8 @@ the odd shrink and one size grown alone."""
 
 from __future__ import annotations
 
-from sandbox.judge import LARGE_TRIALS, EvalOptions, Judge, perturbations
+from sandbox.judge import EvalOptions, Judge
+from sandbox.judging.trial_plan import LARGE_TRIALS, perturbations
 from sandbox.problem import load_problem
 
 REFERENCE = """

@@ -14,7 +14,7 @@ import pytest
 from sandbox import native_sources
 from sandbox.judge import Judge
 from sandbox.native import cache as native_cache
-from sandbox.runner import native
+from sandbox.runner.native import library as native
 from tests.sandbox.judge.test_native_judge import GOOD, QUICK, RELU, candidate
 
 # `static` through a macro: no text rule sees it; the object's .bss does.

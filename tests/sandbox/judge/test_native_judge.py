@@ -16,7 +16,7 @@ import pytest
 from sandbox import native_sources
 from sandbox.judge import EvalOptions, Judge
 from sandbox.native import cache as native_cache
-from sandbox.runner import native
+from sandbox.runner.native import library as native
 from tests.sandbox.judge import fixture_catalog as fc
 
 RELU = fc.problem("relu_affine").read_text()

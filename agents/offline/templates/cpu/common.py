@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ...ir.expr import Expr
 from ...template_context import Context
@@ -79,15 +79,32 @@ class CWriter(OpWriter):
             return POSITIVE_FORMS[op].format(*args)
         return super().spelled(op, args)
 
-    def power(self, base: str, exponent: float) -> str:
-        if exponent == 0.5:
-            return f"sqrtf({base})"
-        if exponent == -0.5:
-            return f"(1.0f / sqrtf({base}))"
-        if float(exponent).is_integer() and 0 < abs(exponent) <= 8:
-            prod = " * ".join([base] * int(abs(exponent)))
-            return f"({prod})" if exponent > 0 else f"(1.0f / ({prod}))"
-        return f"powf({base}, {c_float(exponent)})"
+    POWERS: ClassVar[dict[str, str]] = {"sqrt": "sqrtf({0})", "rsqrt": "(1.0f / sqrtf({0}))", "product": "({0})",
+                                        "inverse": "(1.0f / ({0}))", "other": "powf({0}, {1})"}
+
+    def number(self, v: float) -> str:
+        return c_float(v)
+
+
+def strips(cond: str, width: str, red: str) -> str:
+    """The opening of a kernel's loop over every outer index and strip of ``{tile}``
+    consecutive inner indices of a contiguous (outer, ``red``, inner) array ``x``: one OpenMP
+    iteration a strip, parallel where ``cond``; ``i0`` the strip's first inner index, ``width``
+    its length, ``xo`` its first element. A template's text (``{tile}``, ``{schedule}`` are
+    filled when it is rendered) left open at the strip's body."""
+    return ("    const int64_t strips = (inner + {tile} - 1) / {tile};\n"
+            f"    #pragma omp parallel for collapse(2) {{schedule}} if({cond})\n"
+            "    for (int64_t o = 0; o < outer; o++) {{\n"
+            "        for (int64_t t = 0; t < strips; t++) {{\n"
+            "            const int64_t i0 = t * {tile};\n"
+            f"            const int64_t {width} = inner - i0 < {{tile}} ? inner - i0 : {{tile}};\n"
+            f"            const float* xo = x + o * {red} * inner + i0;\n")
+
+
+def c_doc(what: str, params: dict[str, Any]) -> str:
+    """A C candidate's docstring: what it computes and the parameter set it was written with."""
+    knobs = ", ".join(f"{k}={v}" for k, v in params.items())
+    return f"{what} in C (offline engine, no LLM, backend cpu).\n\nParameters: {knobs}.\n"
 
 
 def load_line(functions: list[str], name: str) -> list[str]:

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import module_source, omp_schedule
+from ..spaces import param_space
+from .common import c_doc, module_source, omp_schedule
 
-PARAM_SPACE: list[dict[str, Any]] = [
-    {"BLOCK": 65536, "schedule": "static", "par_min": 262144},
-    {"BLOCK": 262144, "schedule": "static", "par_min": 262144},
-    {"BLOCK": 16384, "schedule": "dynamic", "par_min": 262144},
-    {"BLOCK": 65536, "schedule": "static", "par_min": 4194304},
-]
+PARAM_SPACE: list[dict[str, Any]] = param_space("cpu", "concat")
 
 KERNEL = '''#include <stdint.h>
 #include <string.h>
@@ -58,8 +54,7 @@ def render(match: Any, params: dict[str, Any]) -> str:
             "            lib.concat_part(x, out, outer, chunk, row, offset)",
             "        offset += chunk",
             "    return out"]
-    knobs = ", ".join(f"{k}={v}" for k, v in params.items())
-    doc = f"{match.kind} in C (offline engine, no LLM, backend cpu).\n\nParameters: {knobs}.\n"
+    doc = c_doc(match.kind, params)
     args = ", ".join(ctx.forward_arg(x.index) for x in spec["xs"])
     return module_source(doc, kernel, [PROTO], "concat", ["\n".join(host)], ctx, [f"return concat([{args}])"],
                          uses_math=True)

@@ -18,7 +18,7 @@ PRAGMA = '#pragma GCC optimize ("no-trapping-math", "no-math-errno")'
 # Loops with less work than this (elements, or multiply-adds for a matmul) run on
 # one thread: waking the OpenMP team costs microseconds, milliseconds when a core
 # is busy, far more than such a loop takes.
-HEADERS = "#include <stdint.h>\n#include <math.h>\n#define KF_PAR_MIN 32768"
+HEADERS = "#include <stdint.h>\n#include <stdbool.h>\n#include <math.h>\n#define KF_PAR_MIN 32768"
 
 HELPERS: dict[str, str] = {
     "kf_exp": '''/* exp(x) in float: x = n*ln2 + r, a degree-6 polynomial for exp(r), 2^n built in two

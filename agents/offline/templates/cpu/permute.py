@@ -9,14 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import NotRenderable, module_source, omp_schedule
+from ..spaces import param_space
+from .common import NotRenderable, c_doc, module_source, omp_schedule
 
-PARAM_SPACE: list[dict[str, Any]] = [
-    {"TILE": 32, "schedule": "static", "par_min": 65536},
-    {"TILE": 64, "schedule": "static", "par_min": 65536},
-    {"TILE": 16, "schedule": "dynamic", "par_min": 65536},
-    {"TILE": 32, "schedule": "static", "par_min": 1048576},
-]
+PARAM_SPACE: list[dict[str, Any]] = param_space("cpu", "permute")
 
 HEAD = """#include <stdint.h>
 #include <string.h>
@@ -97,7 +93,6 @@ def render(match: Any, params: dict[str, Any]) -> str:
             "        strides = [0] * pad + [x.stride(p) for p in perm]",
             "        lib.permute_copy(x, out, x.element_size(), *sizes, *strides)",
             "    return out"]
-    knobs = ", ".join(f"{k}={v}" for k, v in params.items())
-    doc = f"{match.kind} in C (offline engine, no LLM, backend cpu).\n\nParameters: {knobs}.\n"
+    doc = c_doc(match.kind, params)
     return module_source(doc, kernel, [PROTO], "permute", ["\n".join(host)], ctx,
                          [f"return permute({ctx.forward_arg(match.spec['x'].index)})"])

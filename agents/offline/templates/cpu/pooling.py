@@ -17,18 +17,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..settings import POOL_OUT_SIZE, pool_settings
+from ..spaces import param_space
 from .common import module_source, omp_schedule, require_float32, simd_pragma
 from .mathlib import prelude
 
 # Its output is a tensor it allocates (a pipeline may let a later stage write over it).
 FRESH_OUTPUT = True
 
-PARAM_SPACE: list[dict[str, Any]] = [
-    {"order": "row", "schedule": "static", "par_min": 32768, "simdlen": 0},
-    {"order": "point", "schedule": "static", "par_min": 32768, "simdlen": 0},
-    {"order": "row", "schedule": "dynamic", "chunk": 4, "par_min": 16384, "simdlen": 8},
-    {"order": "point", "schedule": "dynamic", "chunk": 8, "par_min": 65536, "simdlen": 0},
-]
+PARAM_SPACE: list[dict[str, Any]] = param_space("cpu", "pooling")
 
 HEAD = '''/* {what} over a contiguous (planes, D, H, W) input into (planes, OD, OH, OW).
    k*, s*, p*, d*: window, stride, padding, dilation per dim (1, 1, 0, 1 for absent dims).{avg_doc} */

@@ -8,16 +8,19 @@ becomes a single pass over memory.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...ir.expr import Expr
 from ..common import (
     ExprWriter,
     NotRenderable,
+    Operands,
     broadcast_block,
     broadcast_rows,
     doc_lines,
     dtype_of,
+    fused_parts,
     helper_source,
     model_class,
     module_source,
@@ -25,68 +28,74 @@ from ..common import (
     wrap,
 )
 from ..ops import formula
+from ..spaces import param_space
 
-PARAM_SPACE: list[dict[str, Any]] = [
-    {"BLOCK": 1024, "num_warps": 4},
-    {"BLOCK": 2048, "num_warps": 8},
-    {"BLOCK": 512, "num_warps": 4},
-    {"BLOCK": 4096, "num_warps": 8},
-]
+PARAM_SPACE: list[dict[str, Any]] = param_space("triton", "elementwise")
+
+
+@dataclass
+class _Operands(Operands):
+    """What each operand adds to the kernel's arguments, loads and docstring, and to the host."""
+
+    kernel_args: list[str] = field(default_factory=list)
+    uses_math: bool = False
+
+
+def _operand(ops: _Operands, leaf: Expr, v: str, out_shape: tuple[int, ...]) -> None:
+    """One operand ``v``: how the kernel reads it over the flat output (whole, one value,
+    broadcast along leading, middle or trailing dims)."""
+    nd = len(out_shape)
+    what = f"forward input `{leaf.ref}`" if leaf.kind == "input" else f"parameter `{leaf.ref}`"
+    span = broadcast_block(tuple(leaf.shape or ()), out_shape)
+    rows = broadcast_rows(tuple(leaf.shape or ()), out_shape) if span is None else None
+    if span is None and rows is None:
+        raise NotRenderable(f"{leaf.name}: shape {list(leaf.shape or ())} does not broadcast to {list(out_shape)}")
+    lo, hi = span or rows or (0, -1)
+    upcast = ".to(tl.float32)" if needs_upcast(leaf.dtype) else ""
+    ops.kernel_args.append(f"{v}_ptr")
+    ops.host_args.append(v)
+    ops.prep.append(f"{v} = {v}.contiguous()")
+    if rows is not None:
+        ops.uses_math = True
+        ops.kernel_args += [f"{v}_cols", f"{v}_every", f"{v}_rows"]
+        ops.host_args += ["shape[-1]", f"math.prod(shape[{hi + 1}:-1])", f"{v}.numel() // shape[-1]"]
+        ops.loads.append(f"{v} = tl.load({v}_ptr + ((offs // {v}_cols) // {v}_every % {v}_rows) * {v}_cols "
+                         f"+ offs % {v}_cols, mask=mask){upcast}")
+        ops.docs.append(f"{v}_ptr: {what}, broadcast over middle dims: row r of the output (its last dim) reads "
+                        f"row (r // {v}_every) % {v}_rows")
+    elif tuple(leaf.shape or ()) == out_shape:
+        ops.loads.append(f"{v} = tl.load({v}_ptr + offs, mask=mask){upcast}")
+        ops.docs.append(f"{v}_ptr: {what}, contiguous, same shape as the output")
+    elif hi < 0:
+        ops.loads.append(f"{v} = tl.load({v}_ptr){upcast}")
+        ops.docs.append(f"{v}_ptr: {what}, a single value broadcast to every element")
+    elif hi == nd - 1:
+        ops.kernel_args.append(f"{v}_numel")
+        ops.host_args.append(f"{v}.numel()")
+        ops.loads.append(f"{v} = tl.load({v}_ptr + offs % {v}_numel, mask=mask){upcast}")
+        ops.docs.append(f"{v}_ptr: {what}, broadcast along the leading dims: element i reads i % {v}_numel")
+    else:
+        ops.uses_math = True
+        ops.kernel_args += [f"{v}_inner", f"{v}_numel"]
+        ops.host_args += [f"math.prod(shape[{hi + 1}:])", f"{v}.numel()"]
+        ops.loads.append(f"{v} = tl.load({v}_ptr + (offs // {v}_inner) % {v}_numel, mask=mask){upcast}")
+        dims = f"dim {lo}" if lo == hi else f"dims {lo}..{hi}"
+        ops.docs.append(f"{v}_ptr: {what}, varies along {dims} of the output: element i reads "
+                        f"(i // {v}_inner) % {v}_numel")
 
 
 def render(match: Any, params: dict[str, Any]) -> str:
-    ctx = match.ctx.fresh()
-    spec = match.spec
-    root: Expr = spec["root"]
-    leaves: list[Expr] = spec["leaves"]
-    out_shape: tuple[int, ...] = spec["out_shape"]
-    nd = len(out_shape)
+    ctx, root, leaves, out_shape = fused_parts(match)
     block, warps = params["BLOCK"], params["num_warps"]
 
     writer = ExprWriter(ctx, {})
     names = {id(leaf): writer.name_for(leaf) for leaf in leaves}
-    kernel_args, host_args, loads, docs, prep = [], [], [], [], []
-    uses_math = False
+    ops = _Operands()
     for leaf in leaves:
-        v = names[id(leaf)]
-        writer.values[id(leaf)] = v
-        what = f"forward input `{leaf.ref}`" if leaf.kind == "input" else f"parameter `{leaf.ref}`"
-        span = broadcast_block(tuple(leaf.shape or ()), out_shape)
-        rows = broadcast_rows(tuple(leaf.shape or ()), out_shape) if span is None else None
-        if span is None and rows is None:
-            raise NotRenderable(f"{leaf.name}: shape {list(leaf.shape or ())} does not broadcast to {list(out_shape)}")
-        lo, hi = span or rows or (0, -1)
-        upcast = ".to(tl.float32)" if needs_upcast(leaf.dtype) else ""
-        kernel_args.append(f"{v}_ptr")
-        host_args.append(v)
-        prep.append(f"{v} = {v}.contiguous()")
-        if rows is not None:
-            uses_math = True
-            kernel_args += [f"{v}_cols", f"{v}_every", f"{v}_rows"]
-            host_args += ["shape[-1]", f"math.prod(shape[{hi + 1}:-1])", f"{v}.numel() // shape[-1]"]
-            loads.append(f"{v} = tl.load({v}_ptr + ((offs // {v}_cols) // {v}_every % {v}_rows) * {v}_cols "
-                         f"+ offs % {v}_cols, mask=mask){upcast}")
-            docs.append(f"{v}_ptr: {what}, broadcast over middle dims: row r of the output (its last dim) reads "
-                        f"row (r // {v}_every) % {v}_rows")
-        elif tuple(leaf.shape or ()) == out_shape:
-            loads.append(f"{v} = tl.load({v}_ptr + offs, mask=mask){upcast}")
-            docs.append(f"{v}_ptr: {what}, contiguous, same shape as the output")
-        elif hi < 0:
-            loads.append(f"{v} = tl.load({v}_ptr){upcast}")
-            docs.append(f"{v}_ptr: {what}, a single value broadcast to every element")
-        elif hi == nd - 1:
-            kernel_args.append(f"{v}_numel")
-            host_args.append(f"{v}.numel()")
-            loads.append(f"{v} = tl.load({v}_ptr + offs % {v}_numel, mask=mask){upcast}")
-            docs.append(f"{v}_ptr: {what}, broadcast along the leading dims: element i reads i % {v}_numel")
-        else:
-            uses_math = True
-            kernel_args += [f"{v}_inner", f"{v}_numel"]
-            host_args += [f"math.prod(shape[{hi + 1}:])", f"{v}.numel()"]
-            loads.append(f"{v} = tl.load({v}_ptr + (offs // {v}_inner) % {v}_numel, mask=mask){upcast}")
-            dims = f"dim {lo}" if lo == hi else f"dims {lo}..{hi}"
-            docs.append(f"{v}_ptr: {what}, varies along {dims} of the output: element i reads "
-                        f"(i // {v}_inner) % {v}_numel")
+        writer.values[id(leaf)] = names[id(leaf)]
+        _operand(ops, leaf, names[id(leaf)], out_shape)
+    kernel_args, host_args, loads, docs, prep = ops.kernel_args, ops.host_args, ops.loads, ops.docs, ops.prep
+    uses_math = ops.uses_math
     result = writer.emit(root)
     scalars = writer.scalars
     for arg in scalars:

@@ -8,13 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..common import NotRenderable, model_class, module_source
+from ..spaces import param_space
 
-PARAM_SPACE: list[dict[str, Any]] = [
-    {"BLOCK": 1024, "num_warps": 4},
-    {"BLOCK": 4096, "num_warps": 8},
-    {"BLOCK": 256, "num_warps": 2},
-    {"BLOCK": 2048, "num_warps": 4},
-]
+PARAM_SPACE: list[dict[str, Any]] = param_space("triton", "permute")
 
 MAX_DIMS = 6
 

@@ -13,13 +13,9 @@ from typing import Any
 
 from ..common import model_class, module_source
 from ..settings import POOL_OUT_SIZE, pool_settings
+from ..spaces import param_space
 
-PARAM_SPACE: list[dict[str, Any]] = [
-    {"BLOCK": 256, "num_warps": 4},
-    {"BLOCK": 1024, "num_warps": 4},
-    {"BLOCK": 64, "num_warps": 2},
-    {"BLOCK": 512, "num_warps": 8},
-]
+PARAM_SPACE: list[dict[str, Any]] = param_space("triton", "pooling")
 
 KERNEL = '''@triton.jit
 def pool_{mode}_kernel(x_ptr, y_ptr, total, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw,
