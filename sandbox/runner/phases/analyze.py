@@ -8,6 +8,7 @@ executing user code. Returns plain data only.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -101,6 +102,18 @@ def _device_tracer(device: torch.device | None) -> Any:
     return DeviceTracer()
 
 
+def _einops_takes(proxy_type: type) -> None:
+    """einops (which references may import, issue 57) traced through: a proxy of torch.fx's
+    ``MetaTracer`` answers ``.shape`` and ``.dtype`` with this call's numbers, so einops' own
+    torch backend does for it what it does for a tensor -- ``rearrange`` and ``reduce`` become
+    the reshape, permute and reductions they are, nodes of the graph. einops is looked up,
+    never imported: a reference that does not import it leaves it out of the sandbox."""
+    backends = sys.modules.get("einops._backends")
+    known = getattr(backends, "_type2backend", None)
+    if isinstance(known, dict) and hasattr(backends, "TorchBackend"):
+        known.setdefault(proxy_type, backends.TorchBackend())
+
+
 def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
     """torch.fx's symbolic trace of ``model``; where forward reads its inputs' sizes (``x.size(0)``
     in a ``range``, a slice or a branch: ResNets, DenseNets, Swin), the same trace with sizes
@@ -110,7 +123,7 @@ def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
     import warnings
 
     import torch.fx as fx
-    from torch.fx.experimental.meta_tracer import MetaTracer
+    from torch.fx.experimental.meta_tracer import MetaProxy, MetaTracer
 
     params = [p for p in inspect.signature(model.forward).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -131,6 +144,7 @@ def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 tracer = MetaTracer()
+                _einops_takes(MetaProxy)
                 # A buffer forward reads stays a node of the graph (``self.bias[:, :, :T, :T] == 0``, a
                 # causal mask): unproxied, the trace computed what forward made of it and kept the
                 # result as a constant of this call's sizes (and a size-sliced buffer failed the
