@@ -82,6 +82,23 @@ def _attributes_kept(model: torch.nn.Module) -> Iterator[None]:
                 space.update(before)
 
 
+# ``dtype=bool`` (a Python type, as ``torch.ones(T, T, dtype=bool)`` in Mamba2's segsum): torch
+# reads it as torch.bool, torch.fx cannot put a type in a graph
+_PY_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
+def _torch_dtype(a: Any) -> Any:
+    return _PY_DTYPES[a] if isinstance(a, type) and a in _PY_DTYPES else a
+
+
+def _meta_tracer(base: type) -> Any:
+    class DtypeMetaTracer(base):  # type: ignore[misc, valid-type]
+        def create_arg(self, a: Any) -> Any:
+            return super().create_arg(_torch_dtype(a))
+
+    return DtypeMetaTracer()
+
+
 def _device_tracer(device: torch.device | None) -> Any:
     """torch.fx's tracer, with ``t.device`` of a traced value answered as ``device`` (the device
     every tensor of this call is on): a forward that checks its input's device against a
@@ -99,7 +116,14 @@ def _device_tracer(device: torch.device | None) -> Any:
         def proxy(self, node: fx.Node) -> fx.Proxy:
             return DeviceProxy(node, self)
 
+        def create_arg(self, a: Any) -> Any:
+            return super().create_arg(_torch_dtype(a))
+
     return DeviceTracer()
+
+
+class TraceFailed(Exception):
+    """Both traces failed; the message says why each did."""
 
 
 def _einops_takes(proxy_type: type) -> None:
@@ -143,7 +167,7 @@ def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                tracer = MetaTracer()
+                tracer = _meta_tracer(MetaTracer)
                 _einops_takes(MetaProxy)
                 # A buffer forward reads stays a node of the graph (``self.bias[:, :, :T, :T] == 0``, a
                 # causal mask): unproxied, the trace computed what forward made of it and kept the
@@ -153,8 +177,11 @@ def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
                 with _attributes_kept(model):
                     graph = tracer.trace(model, meta_args=metas, concrete_args=defaults)
             return fx.GraphModule(tracer.root, graph, type(model).__name__)
-        except Exception:
-            raise first from None
+        except Exception as second:
+            if str(second) == str(first):
+                raise first from None
+            # both reasons: the first alone blamed what the second trace got past (einops' types)
+            raise TraceFailed(f"{_why(first)}; traced with this call's sizes: {_why(second)}") from None
 
 
 def fx_graph(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]] | str:
@@ -164,6 +191,8 @@ def fx_graph(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]] 
 
         traced = _trace(model, inputs)
         ShapeProp(traced).propagate(*inputs)
+    except TraceFailed as exc:
+        return str(exc)[:600]
     except Exception as exc:  # data-dependent control flow and the like
         return _why(exc)
     modules = dict(traced.named_modules())
