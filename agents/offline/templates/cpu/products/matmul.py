@@ -95,44 +95,55 @@ void fused_matmul({params}) {{
     }}
 }}'''
 
-BLAS_GEMM = '''/* out = {what}: the product by OpenBLAS, with a: (batch, M, K) at batch stride sab, row
+BLAS_GEMM = '''/* product bt of the batch into out: the BLAS rank's call, or split over K (below) */
+static void kf_blas_product(const float* a, const float* b, float* out, int64_t bt, int64_t M, int64_t N,
+                            int64_t K, int64_t sab, int64_t lda, int64_t ta, int64_t sbb, int64_t ldb, int64_t tb) {{
+    if (M * N <= SPLIT_K_MAX_OUT && K >= SPLIT_K_MIN_RATIO * (M > N ? M : N)
+               && omp_get_max_threads() > 1 && !omp_in_parallel()) {{
+        /* a small output over a long K: OpenBLAS would split M or N, which leaves threads idle;
+           each thread multiplies one K-slice into its own partial product, summed after */
+        const int64_t T = omp_get_max_threads();
+        int64_t used = 0;
+        float* part = (float*)malloc((size_t)(T * M * N) * sizeof(float));
+        #pragma omp parallel if(part != 0)
+        {{
+            const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+            const int64_t k0 = K * t / nt, k1 = K * (t + 1) / nt;
+            if (t == 0) used = part ? nt : 0;
+            if (part)
+                KF_SGEMM(ta, tb, M, N, k1 - k0, a + bt * sab + (ta ? k0 * lda : k0), lda,
+                         b + bt * sbb + (tb ? k0 : k0 * ldb), ldb, part + t * M * N, N);
+        }}
+        float* o = out + bt * M * N;
+        if (used)
+            for (int64_t e = 0; e < M * N; e++) {{
+                float s = 0.0f;
+                for (int64_t t = 0; t < used; t++) s += part[t * M * N + e];
+                o[e] = s;
+            }}
+        else  /* no memory for the partial products: the plain product */
+            KF_SGEMM(ta, tb, M, N, K, a + bt * sab, lda, b + bt * sbb, ldb, o, N);
+        free(part);
+    }} else
+        KF_SGEMM(ta, tb, M, N, K, a + bt * sab, lda, b + bt * sbb, ldb, out + bt * M * N, N);
+}}
+
+/* out = {what}: the product by OpenBLAS, with a: (batch, M, K) at batch stride sab, row
    stride lda, transposed if ta; b: (batch, K, N) likewise (sbb, ldb, tb); then the epilogue.
 {docs}*/
 void fused_matmul({params}) {{
 {hoisted}    /* many small products: one per thread at a time (OpenBLAS runs single-threaded inside an
-       OpenMP region), not each one split over every thread */
+       OpenMP region), not each one split over every thread. No region at all otherwise: an
+       inactive one (if false) makes the library's own parallel region a nested team, whose
+       threads are started anew on every call -- and the timed pass allows no new thread */
     const int by_batch = batch >= 2 * omp_get_max_threads() && M * N * K <= BATCH_PAR_MAX_WORK;
-    #pragma omp parallel for schedule(static) if(by_batch)
-    for (int64_t bt = 0; bt < batch; bt++) {{
-        if (M * N <= SPLIT_K_MAX_OUT && K >= SPLIT_K_MIN_RATIO * (M > N ? M : N)
-                   && omp_get_max_threads() > 1 && !omp_in_parallel()) {{
-            /* a small output over a long K: OpenBLAS would split M or N, which leaves threads idle;
-               each thread multiplies one K-slice into its own partial product, summed after */
-            const int64_t T = omp_get_max_threads();
-            int64_t used = 0;
-            float* part = (float*)malloc((size_t)(T * M * N) * sizeof(float));
-            #pragma omp parallel if(part != 0)
-            {{
-                const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-                const int64_t k0 = K * t / nt, k1 = K * (t + 1) / nt;
-                if (t == 0) used = part ? nt : 0;
-                if (part)
-                    KF_SGEMM(ta, tb, M, N, k1 - k0, a + bt * sab + (ta ? k0 * lda : k0), lda,
-                             b + bt * sbb + (tb ? k0 : k0 * ldb), ldb, part + t * M * N, N);
-            }}
-            float* o = out + bt * M * N;
-            if (used)
-                for (int64_t e = 0; e < M * N; e++) {{
-                    float s = 0.0f;
-                    for (int64_t t = 0; t < used; t++) s += part[t * M * N + e];
-                    o[e] = s;
-                }}
-            else  /* no memory for the partial products: the plain product */
-                KF_SGEMM(ta, tb, M, N, K, a + bt * sab, lda, b + bt * sbb, ldb, o, N);
-            free(part);
-        }} else
-            KF_SGEMM(ta, tb, M, N, K, a + bt * sab, lda, b + bt * sbb, ldb, out + bt * M * N, N);
-    }}
+    if (by_batch) {{
+        #pragma omp parallel for schedule(static)
+        for (int64_t bt = 0; bt < batch; bt++)
+            kf_blas_product(a, b, out, bt, M, N, K, sab, lda, ta, sbb, ldb, tb);
+    }} else
+        for (int64_t bt = 0; bt < batch; bt++)
+            kf_blas_product(a, b, out, bt, M, N, K, sab, lda, ta, sbb, ldb, tb);
 {epilogue_pass}}}'''
 
 # Split-K in the BLAS rank: an output of at most this many elements, K at least this many
