@@ -91,12 +91,11 @@ def _torch_dtype(a: Any) -> Any:
     return _PY_DTYPES[a] if isinstance(a, type) and a in _PY_DTYPES else a
 
 
-def _meta_tracer(base: type) -> Any:
-    class DtypeMetaTracer(base):  # type: ignore[misc, valid-type]
-        def create_arg(self, a: Any) -> Any:
-            return super().create_arg(_torch_dtype(a))
+class _DtypeArgs:
+    """A tracer's arguments with Python types given as dtypes made torch's (mixed in first)."""
 
-    return DtypeMetaTracer()
+    def create_arg(self, a: Any) -> Any:
+        return super().create_arg(_torch_dtype(a))  # type: ignore[misc]
 
 
 def _device_tracer(device: torch.device | None) -> Any:
@@ -112,12 +111,9 @@ def _device_tracer(device: torch.device | None) -> Any:
                 return device
             return super().__getattr__(k)
 
-    class DeviceTracer(fx.Tracer):
+    class DeviceTracer(_DtypeArgs, fx.Tracer):
         def proxy(self, node: fx.Node) -> fx.Proxy:
             return DeviceProxy(node, self)
-
-        def create_arg(self, a: Any) -> Any:
-            return super().create_arg(_torch_dtype(a))
 
     return DeviceTracer()
 
@@ -167,7 +163,7 @@ def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                tracer = _meta_tracer(MetaTracer)
+                tracer = type("DtypeMetaTracer", (_DtypeArgs, MetaTracer), {})()
                 _einops_takes(MetaProxy)
                 # A buffer forward reads stays a node of the graph (``self.bias[:, :, :T, :T] == 0``, a
                 # causal mask): unproxied, the trace computed what forward made of it and kept the
