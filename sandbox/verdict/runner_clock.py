@@ -29,6 +29,7 @@ def apply(outcome: JobOutcome) -> None:
         frame["times_ms"] = [float(f["ms"]) for f in mine]
         frame["window_ms"] = [float(f["window_ms"]) for f in mine]
         frame["waited_ms"] = [f.get("waited_ms") for f in mine]
+        frame["own_at_stop_ms"] = [f.get("own_ms") for f in mine]
         frame["samples"] = [f.get("samples") or {} for f in mine]  # runner/measure/sampling.py
         frame["clock"] = "runner"
         frame["clock_overhead_ms"] = overhead

@@ -101,6 +101,18 @@ SLACK_CAP_MS = 0.5
 # where the job's wall clock counts it as well: taking it out would let a record cut tenfold pass
 # whenever the calling thread waited for most of its call (the red team's recorded_times_gc did).
 WAITED_CAP_MS = 2.0
+# The job's record of a call against the copy of it the runner took at the stop after the call
+# (``clocked.OWN_NS``): the same number, so any difference past a nanosecond was written later.
+REWRITE_TOLERANCE_MS = 1e-6
+
+
+def rewritten_calls(inside: list[float], at_stop: list[Any]) -> list[int]:
+    """The calls whose time in the job's final record differs from the one the runner copied out
+    of the job at the stop after the call; none where the runner has no copy of every call."""
+    if len(at_stop) != len(inside) or not all(isinstance(v, (int, float)) for v in at_stop):
+        return []
+    return [k for k, (said, read) in enumerate(zip(inside, at_stop))
+            if not isinstance(said, (int, float)) or abs(said - read) > REWRITE_TOLERANCE_MS]
 
 
 def runner_clock_check(timing: dict[str, Any]) -> Check:
@@ -125,6 +137,13 @@ def runner_clock_check(timing: dict[str, Any]) -> Check:
     said += ")"
     if len(inside) != len(times):
         return Check("timer_corroborated", FAIL, f"{said}; the candidate's process recorded {len(inside)} of them")
+    changed = rewritten_calls(inside, timing.get("own_at_stop_ms") or [])
+    if changed:
+        k = changed[0]
+        return Check("timer_corroborated", FAIL,
+                     f"{said}; the candidate's process read {timing['own_at_stop_ms'][k]:.4f} ms for call {k} "
+                     f"at the stop after it and reported {inside[k]:.4f} ms at the end ({len(changed)} of "
+                     f"{len(inside)} calls changed): its record of its times was rewritten")
     own_ms = statistics.median(inside)
     # the calibration's spread counts up to SPREAD_CAP clock costs: on a noisy host its quartiles
     # drifted past a millisecond, and a record cut to a tenth passed one run in three

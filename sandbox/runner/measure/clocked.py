@@ -13,6 +13,10 @@ runner read.
 
 The times this process measures itself go in the timing frame as before
 (``inside_ms`` once the judge has the runner's); the judge's times are the runner's.
+Each call's own reading is also written into ``OWN_NS`` before the stop after it,
+where the runner reads it with the output: a record rewritten by a later call (the
+harness's list reached from the candidate's frames) then differs from the copy the
+runner took, whatever the host's load.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ DTYPE_CODES = {dtype: code for code, dtype in enumerate(DTYPES.values())}
 NOT_A_TENSOR = -1
 UNDESCRIBED = -1  # structure: more items than MAX_ITEMS
 DESCRIBED = (ctypes.c_int64 * (2 + MAX_ITEMS * ITEM))()
+# This process's own reading of the call just made, in ns, written before the stop after it.
+OWN_NS = (ctypes.c_int64 * 1)()
 
 
 def describe(out: Any, into: Any = DESCRIBED) -> None:
@@ -89,7 +95,8 @@ def request(party: timed.Party, i: int, emit: Emit, clock: bool) -> None:
     if party.seeds is not None:
         timed.seed_all(party.seeds[i])
     emit({"kind": "want", "party": party.label, "set": i, "inputs": addresses(party.buffers), "clock": clock,
-          "described": ctypes.addressof(DESCRIBED), "described_items": MAX_ITEMS, "described_dims": MAX_DIMS})
+          "described": ctypes.addressof(DESCRIBED), "own": ctypes.addressof(OWN_NS),
+          "described_items": MAX_ITEMS, "described_dims": MAX_DIMS})
     _stop()
 
 
@@ -103,6 +110,7 @@ def clocked_call(party: timed.Party, i: int, emit: Emit, loop: timing.Loop | Non
     t1 = _perf()
     u1 = _usage(_SELF)
     describe(out)
+    OWN_NS[0] = t1 - t0
     _stop()
     party.last[0] = out
     del out

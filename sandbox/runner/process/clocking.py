@@ -29,9 +29,11 @@ turns: one call of one job at a time while the others are held stopped.
 
 Frames sent to the judge, beside the jobs' own (and "paused": ``turns``):
   {"kind": "clocked", "job": id, "name": party, "set": i, "ms": t, "window_ms": w,
-   "overhead_ms": o, "waited_ms": q, "structure": s, "outputs": [...], "inputs_changed": bool}
+   "overhead_ms": o, "waited_ms": q, "own_ms": m, "structure": s, "outputs": [...], "inputs_changed": bool}
   (q: what the job's calling thread and the runner's clocking thread waited for a CPU
-  inside the window, from the kernel's schedstat; None where the kernel keeps none)
+  inside the window, from the kernel's schedstat; None where the kernel keeps none; m: the job's
+  own reading of the call, copied out of it at the stop after the call, before any later call
+  could rewrite its record: ``clocked.OWN_NS``)
   {"kind": "clock_error", "job": id, "detail": why}  the job's request could not be
       served (the job then ends, its reason "protocol").
 """
@@ -65,6 +67,7 @@ CALIBRATION_CALLS = 15
 FLOOR_MS = 0.001
 _ITEMS = 2 + clocked.MAX_ITEMS * clocked.ITEM
 _DESCRIBED = struct.Struct(f"={_ITEMS}q")
+_OWN = struct.Struct("=q")
 _DTYPES = list(DTYPES.values())
 CHUNK = 1 << 30
 
@@ -170,7 +173,8 @@ def request_of(job: Job) -> dict[str, Any]:
     if not isinstance(frame, dict) or frame.get("kind") != "want":
         raise ClockError("the job stopped without asking for a set")
     if not isinstance(frame.get("set"), int) or not isinstance(frame.get("inputs"), list) \
-            or not isinstance(frame.get("described"), int) or not isinstance(frame.get("party"), str):
+            or not isinstance(frame.get("described"), int) or not isinstance(frame.get("own"), int) \
+            or not isinstance(frame.get("party"), str):
         raise ClockError("a malformed request")
     return frame
 
@@ -205,6 +209,13 @@ def unchanged(job: Job, want: dict[str, Any], data: list[Any]) -> bool:
             if not torch.equal(now, torch.frombuffer(_bytes(value), dtype=torch.uint8)):
                 return False
     return True
+
+
+def own_reading_of(job: Job, want: dict[str, Any]) -> float:
+    """The job's own reading of the call it just made, in ms, copied out of the stopped job."""
+    raw = bytearray(_OWN.size)
+    _transfer(os.preadv, job.mem_fd, memoryview(raw), want["own"])
+    return _OWN.unpack(raw)[0] / 1e6
 
 
 def outputs_of(job: Job, want: dict[str, Any], max_bytes: int) -> tuple[str, list[Any]]:
@@ -366,7 +377,8 @@ class Clock:
         structure, outputs = outputs_of(job, want, self.max_output_bytes)
         frame = {"kind": "clocked", "job": job.id, "name": want["party"], "set": want["set"],
                  "ms": max(FLOOR_MS, window - self.overhead_ms), "window_ms": window,
-                 "overhead_ms": self.overhead_ms, "waited_ms": waited, "structure": structure, "outputs": outputs,
+                 "overhead_ms": self.overhead_ms, "waited_ms": waited, "own_ms": own_reading_of(job, want),
+                 "structure": structure, "outputs": outputs,
                  "inputs_changed": not unchanged(job, want, data),
                  "samples": samples.frame() if samples is not None else {"error": job.sampler.why_not}}
         self.send(frame)

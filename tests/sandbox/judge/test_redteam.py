@@ -55,16 +55,6 @@ def test_every_redteam_fixture_is_described() -> None:
             assert fc.header(path, key), f"{path.name} has no '# {key}:' header"
 
 
-# Checks that read the host's clock against the job's: on CI's loaded 2-CPU host the
-# runner's windows of a ~1.2 ms call grow by what the threads waited for a CPU, and where
-# most of the wait fell inside the call (counted in the job's record too) a record cut
-# tenfold came out above the check's line once in a full run (recorded_times_traceback,
-# 2026-12-06; 3 of 3 caught on a quiet host). The verdict's times are the runner's either
-# way, so such a miss never gives a cheat a speedup; the fixture is judged once more before
-# the check is called blind.
-LOAD_BOUND = {"timer_corroborated"}
-
-
 @pytest.fixture(scope="module")
 def judge() -> Iterator[object]:
     from sandbox import Judge
@@ -108,10 +98,6 @@ def test_redteam_fixture_fails_for_its_class(fixture: Path, request: pytest.Fixt
     options = EvalOptions(device="cpu", time_reps=8, compile_baseline=False)
     result = judge.evaluate(problem.read_text(), source, problem.name, fixture.name, options)
     failed = {c.name for c in result.checks if c.outcome == "fail"}
-    if check in LOAD_BOUND and check not in failed:
-        # judged once more, fresh sets and clock: see LOAD_BOUND
-        result = judge.evaluate(problem.read_text(), source, problem.name, fixture.name, options)
-        failed = {c.name for c in result.checks if c.outcome == "fail"}
     assert result.verdict == "fail", f"{fixture.name} passed the judge"
     assert check in failed, f"{check} did not fail; failed: {sorted(failed)}; reasons: {result.reasons}"
     assert names_class(result.reasons, cls, check), f"no reason names {cls}: {result.reasons}"

@@ -101,13 +101,14 @@ def _hidden_torch_work() -> None:
 
 def test_the_counters_place_each_calls_time_and_no_thread_of_the_job_can_switch_them_off() -> None:
     torch_call, own_call, hidden_call = _sampled([_torch_work, _own_work, _hidden_torch_work])
-    # 0.3 s of a thread at a 0.2 ms period: ~1500 samples a call
-    assert torch_call.counts["torch"] > 500, torch_call.frame()
+    # 0.3 s of a thread at a 0.2 ms period: ~1500 samples a call on a quiet host, about a third
+    # of that where another run shares the 2 CPUs (496 seen): counters switched off give ~0
+    assert torch_call.counts["torch"] > 200, torch_call.frame()
     assert torch_call.counts["torch"] > 0.8 * sum(torch_call.counts.values()), torch_call.frame()
     assert own_call.counts["torch"] < 0.05 * sum(own_call.counts.values()), own_call.frame()
-    assert own_call.counts["python"] > 500, own_call.frame()
+    assert own_call.counts["python"] > 200, own_call.frame()
     # the prctl reaches only counters the caller owns; these were opened by a thread that exited
-    assert hidden_call.counts["torch"] > 500, hidden_call.frame()
+    assert hidden_call.counts["torch"] > 200, hidden_call.frame()
     # the period follows the longest call: ~300 ms / SAMPLES_PER_CALL
     assert hidden_call.period_ns > sampling.MIN_PERIOD_NS
 

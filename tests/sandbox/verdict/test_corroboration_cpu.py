@@ -197,3 +197,19 @@ def test_the_warm_up_stops_after_a_second_call_that_took_long() -> None:
 
     assert warm_calls(0.0) == timing.CPU_WARMUP_CALLS == 3
     assert warm_calls(timing.WARM_ENOUGH_NS / 1e9 + 0.02) == 2
+
+
+def test_a_record_that_differs_from_the_runners_copies_is_rewritten_whatever_the_load() -> None:
+    # a loaded host: the runner's windows so long that a record cut to a fifth stays above the
+    # ratio's line; the copies the runner took at each call's stop still name the rewrite
+    honest = [0.30] * 8
+    loaded = {**_clocked([1.2] * 8, [0.30] * 8, 0.05, 0.02), "waited_ms": [0.9] * 8, "own_at_stop_ms": honest}
+    assert runner_clock_check(loaded).outcome == "pass"
+    cut = {**loaded, "inside_ms": [0.06] * 7 + [0.30]}
+    check = runner_clock_check(cut)
+    assert check.outcome == "fail" and "7 of 8 calls changed" in check.detail, check.detail
+    # without the copies the same cut passes the ratio alone: the copies are what catches it
+    # (waits through most of each window, as under CI's second test run)
+    waited = {**cut, "waited_ms": [1.1] * 8}
+    assert runner_clock_check({**waited, "own_at_stop_ms": []}).outcome == "pass"
+    assert runner_clock_check(waited).outcome == "fail"
