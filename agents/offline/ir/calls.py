@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import attention, composite, layers, recurrent
+from . import attention, composite, layers, recurrent, transformer
 from .expr import Expr, Unsupported, const
 from .operands import arg, canonical, index_of, input_sizes, ref, scalar_params, shape_of, tensor, transposed, unit_view
 from .vocabulary import BINARY, MATMULS, PARAMETRIC, REDUCTIONS, UNARY
@@ -34,7 +34,7 @@ def _item_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr 
         return Expr("meta", name, op=f"getattr.{attr}")
     if target == "getitem":
         base = ref(env, args[0])
-        selected = recurrent.getitem(base, args[1], name)
+        selected = recurrent.getitem(base, args[1], name) or transformer.getitem(base, args[1], name)
         if selected is None:
             selected = attention.part(base, args[1], name) or attention.size_item(base, args[1], name) \
                 or attention.crop(base, args[1], name, shape_of(node))
@@ -172,9 +172,11 @@ def _layout_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Exp
             raise Unsupported(f"{name}: cat along a computed dim")
         return Expr("op", name, op="cat", args=tuple(tensor(env, p, name) for p in parts), attrs={"dim": dim})
     if target in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as"):
-        sizes = input_sizes(args[1:], env) if target in ("view", "reshape") else {}
+        sizes = input_sizes(args[1:], env) if target in ("view", "reshape", "expand") else {}
         # only when a size was read off an input; else the shapes alone say it
         attrs = {"sizes": sizes} if any(i >= 0 for i, _ in sizes.values()) else {}
+        if target == "expand":
+            attrs["expand"] = True
         return Expr("op", name, op="view", args=(tensor(env, args[0], name),), attrs=attrs)
     return None
 

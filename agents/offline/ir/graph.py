@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import composite, layers, recurrent
+from . import composite, layers, recurrent, transformer
 from .calls import call_node, dropout
 from .expr import Expr, Unsupported, const
 from .operands import shape_of, tensor, transposed
@@ -188,6 +188,9 @@ def _module_node(node: dict[str, Any], env: dict[str, Expr], params: dict[str, A
     if cls in recurrent.MODULES:
         return recurrent.module_node(cls, node.get("attrs") or {}, node, name, path, lambda v: tensor(env, v, name),
                                      params)
+    if cls in transformer.MODULES:
+        return transformer.module_node(cls, node.get("attrs") or {}, node, name, path, lambda v: tensor(env, v, name),
+                                       param)
     if cls in composite.LOSS_MODULES:
         return composite.module_loss(cls, node.get("attrs") or {}, [tensor(env, a, name) for a in node["args"]],
                                      name)

@@ -227,8 +227,12 @@ def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
         var = names[id(src)]
     elif src.kind == "input":
         var = ctx.forward_arg(src.index)
+    elif src.kind == "param" and node.attrs.get("expand"):
+        var = ctx.param_access(src.ref)
     else:
         raise NoMatch(f"{node.name}: a reshape of {src.kind} {src.name}")
+    if node.attrs.get("expand"):
+        return _expand(node, var, ctx)
     if node.op == "select":
         return f"{var}[{', '.join(_index_term(i, ctx) for i in node.attrs['index'])}]"
     if node.op == "narrow":  # the split's part count, as the reference's own sizes give it
@@ -246,6 +250,27 @@ def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
                       "an unsqueeze, squeeze or flatten, nor back to the shape of a tensor before it, nor a split "
                       "of one dim by sizes the constructor was given")
     return f"{var}.reshape({', '.join(t.format(t=var) for t in split)})"
+
+
+def _expand(node: Expr, var: str, ctx: Context) -> str:
+    """``var.expand(...)``: a dim the tensor keeps as ``-1``, a broadcast one read off the forward
+    input the reference read it from (``x.size(0)``), else bound to the constructor argument
+    holding it; a size neither gives is the broadcast's own and stays unmatched."""
+    src, dst = tuple(node.args[0].shape or ()), tuple(node.shape or ())
+    if len(src) != len(dst):
+        raise NoMatch(f"{node.name}: an expand that adds dims")
+    read = node.attrs.get("sizes", {})
+    terms = []
+    for d, (was, size) in enumerate(zip(src, dst)):
+        if was == size:
+            terms.append("-1")
+        elif d in read and read[d][0] >= 0:
+            terms.append(f"{ctx.forward_arg(read[d][0])}.shape[{read[d][1]}]")
+        elif (bound := ctx.scalar(ctx.setting(size, ""))) is not None:
+            terms.append(f"int({bound[1]})")
+        else:
+            raise NoMatch(f"{node.name}: an expand to {size} that neither an input's size nor the constructor gives")
+    return f"{var}.expand({', '.join(terms)})"
 
 
 def _index_term(item: int | dict[str, int] | None, ctx: Context) -> str:

@@ -18,6 +18,7 @@ from .. import guards
 from ..measure.timed import seed_all
 from .harness import build, sync, to_device
 from .loader import LoadError, load_module
+from .module_attrs import composite_attrs
 
 # module attributes reported with each call_module node: what the offline engine reads
 MODULE_ATTRS = (
@@ -198,7 +199,7 @@ def fx_graph(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]] 
         if node.op == "call_module":
             mod = modules[target]
             name = type(mod).__name__
-            extra = {k: _meta(getattr(mod, k)) for k in MODULE_ATTRS if hasattr(mod, k)}
+            extra = {k: _meta(getattr(mod, k)) for k in MODULE_ATTRS if hasattr(mod, k)} | composite_attrs(mod)
         else:
             name = getattr(target, "__name__", str(target))
             extra = {}
