@@ -67,6 +67,26 @@ def size_item(base: Expr, index: Any, name: str) -> Expr | None:
     return None
 
 
+def size_arith(symbol: str, a: Expr, b: Expr, name: str) -> Expr | None:
+    """Arithmetic on forward inputs' sizes and ints (``p * p * img.shape[1]``) as a ``size_expr``
+    meta: a formula over the inputs (``{0}`` the first), so a reshape by it follows the sizes the
+    judge passes; None when an operand is neither."""
+    terms = [size_term(e) for e in (a, b)]
+    if any(t is None for t in terms) or not any(e.kind == "meta" for e in (a, b)):
+        return None
+    return Expr("meta", name, op="size_expr", attrs={"expr": f"({terms[0]} {symbol} {terms[1]})"})
+
+
+def size_term(e: Expr) -> str | None:
+    if is_size(e) and e.args and e.args[0].kind == "input" and e.args[0].shape is not None:
+        return f"{{{e.args[0].index}}}.shape[{e.attrs['dim'] % len(e.args[0].shape)}]"
+    if e.kind == "meta" and e.op == "size_expr":
+        return str(e.attrs["expr"])
+    if e.kind == "const" and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return str(e.value)
+    return None
+
+
 def is_size(e: Expr) -> bool:
     return e.kind == "meta" and e.op == "size" and e.attrs.get("dim") is not None
 

@@ -10,6 +10,9 @@ from .expr import Expr, Unsupported, const
 from .operands import arg, canonical, index_of, input_sizes, ref, scalar_params, shape_of, tensor, transposed, unit_view
 from .vocabulary import BINARY, MATMULS, PARAMETRIC, REDUCTIONS, UNARY
 
+# arithmetic on sizes (``p * p * x.shape[1]``): a size forward computes, read at run time
+SIZE_OPS = {"mul": "*", "add": "+", "sub": "-", "floordiv": "//"}
+
 
 def call_node(node: dict[str, Any], env: dict[str, Expr]) -> Expr:
     """A call (function or method) as an IR node: the first of the handlers that knows it."""
@@ -27,6 +30,8 @@ def _item_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr 
     if target == "getattr":
         base = ref(env, args[0])
         attr = args[1]
+        if attr == "shape":  # x.shape, indexed next: x.size()
+            return attention.size(base, None, name)
         if attr in ("T", "mT"):
             return Expr("op", name, op="transpose", args=(base,), attrs={"dims": (-2, -1)})
         if attr == "values" and base.op in ("max", "min"):
@@ -110,6 +115,10 @@ def _arith_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr
         return Expr("op", name, op=target, args=(x, *scalar_params(node, env, target, 1)))
     if target in ("max", "min") and len(args) > 1 and isinstance(args[1], str) and args[1] in env:
         target = "maximum" if target == "max" else "minimum"
+    if target in SIZE_OPS and len(args) == 2:
+        sized = attention.size_arith(SIZE_OPS[target], ref(env, args[0]), ref(env, args[1]), name)
+        if sized is not None:
+            return sized
     if target in BINARY or target == "rsub":
         a, b = ref(env, args[0]), ref(env, arg(node, 1, "other", None))
         scaled = attention.quotient(a, b, name) if target == "div" else attention.product(a, b, name) \
@@ -163,6 +172,10 @@ def _layout_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Exp
         if target == "permute" and len(dims) == 1 and isinstance(dims[0], list):
             dims = tuple(dims[0])
         return Expr("op", name, op="t" if target == "t" else target, args=(x,), attrs={"dims": dims})
+    if target == "unfold" and node["op"] == "call_method":
+        return layers.patches(tensor(env, args[0], name), [arg(node, i, k, None) for i, k in
+                                                           enumerate(("dimension", "size", "step"), 1)], name,
+                              shape_of(node))
     if target == "cat":
         parts = arg(node, 0, "tensors", None)
         if not isinstance(parts, list) or not parts:
@@ -174,7 +187,7 @@ def _layout_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Exp
     if target in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as"):
         sizes = input_sizes(args[1:], env) if target in ("view", "reshape", "expand") else {}
         # only when a size was read off an input; else the shapes alone say it
-        attrs = {"sizes": sizes} if any(i >= 0 for i, _ in sizes.values()) else {}
+        attrs = {"sizes": sizes} if any(i != -1 for i, _ in sizes.values()) else {}
         if target == "expand":
             attrs["expand"] = True
         return Expr("op", name, op="view", args=(tensor(env, args[0], name),), attrs=attrs)

@@ -242,3 +242,24 @@ def _running_norm(x: Expr, eps: float, name: str, what: str, param: Callable[[st
     if bias.kind == "param":
         y = op("add", y, _per_channel(bias, nd))
     return y
+
+
+def patches(x: Expr, settings: list[Any], name: str, shape: tuple[int, ...] | None) -> Expr:
+    """``x.unfold(dim, size, step)`` with step == size (a ViT's patches): the dim split into
+    (count, size) by a view, the size moved last by a permute -- the same values, as ops the
+    pipeline has; overlapping windows are not covered."""
+    dim, size, step = settings
+    if x.shape is None or not all(isinstance(v, int) and not isinstance(v, bool) for v in settings):
+        raise Unsupported(f"{name}: unfold by computed settings")
+    nd = len(x.shape)
+    dim %= nd
+    if size != step or size <= 0 or size > x.shape[dim]:
+        raise Unsupported(f"no family for unfold({dim}, {size}, {step}) of a dim of {x.shape[dim]}: "
+                          "only non-overlapping windows are covered")
+    split = (*x.shape[:dim], x.shape[dim] // size, size, *x.shape[dim + 1:])
+    # the windows as a view of the dim cut to a whole number of them (what unfold leaves out at
+    # the end is left out), the count following the dim's size (``pipeline._view``)
+    view = Expr("op", f"{name}_split", op="view", args=(x,), shape=split, dtype=x.dtype,
+                attrs={"windows": (dim, size)})
+    order = tuple(d for d in range(nd + 1) if d != dim + 1) + (dim + 1,)
+    return Expr("op", name, op="permute", args=(view,), attrs={"dims": order}, shape=shape, dtype=x.dtype)

@@ -53,10 +53,13 @@ def canonical(target: str) -> str:
     return t
 
 
+SIZE_FORMULA = -2  # a dim computed from inputs' sizes: (SIZE_FORMULA, attention.size_arith's formula)
+
+
 def input_sizes(sizes: Any, env: dict[str, Expr]) -> dict[int, tuple[int, int]]:
     """The dims of a view's target shape the reference read off a forward input
     (``x.view(-1, x.size(1), k)``): dim -> (the input's index, its dim); (-1, -1) for the
-    dim it leaves to the view (-1)."""
+    dim it leaves to the view (-1); (SIZE_FORMULA, formula) for one it computed from sizes."""
     items = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], list) else sizes
     out: dict[int, tuple[int, int]] = {}
     for d, item in enumerate(items):
@@ -67,6 +70,8 @@ def input_sizes(sizes: Any, env: dict[str, Expr]) -> dict[int, tuple[int, int]]:
         if e is not None and attention.is_size(e) and e.args and e.args[0].kind == "input" \
                 and e.args[0].shape is not None:
             out[d] = (e.args[0].index, e.attrs["dim"] % len(e.args[0].shape))
+        elif e is not None and e.kind == "meta" and e.op == "size_expr":
+            out[d] = (SIZE_FORMULA, e.attrs["expr"])  # type: ignore[assignment]
     return out
 
 

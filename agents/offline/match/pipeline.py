@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..ir.expr import Expr
+from ..ir.operands import SIZE_FORMULA
 from ..template_context import Context
 from ..templates.ops import supported_elementwise
 from .types import Match, NoMatch
@@ -237,19 +238,42 @@ def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
         return f"{var}[{', '.join(_index_term(i, ctx) for i in node.attrs['index'])}]"
     if node.op == "narrow":  # the split's part count, as the reference's own sizes give it
         return f"{var}.chunk({node.attrs['parts']}, {node.attrs['dim']})[{node.attrs['part']}]"
+    if node.attrs.get("windows"):
+        return _windows(node, var, ctx)
+    read = {d: _size_term(i, k, ctx) for d, (i, k) in node.attrs.get("sizes", {}).items()}
+    if len(read) == len(node.shape or ()) and list(read.values()).count("-1") <= 1:
+        # every size as forward gave it (read off its inputs, computed from them, or left to the view)
+        return f"{var}.reshape({', '.join(read[d] for d in range(len(read)))})"
     terms = view_terms(tuple(src.shape or ()), tuple(node.shape or ()))
     if terms is not None:
         return f"{var}.reshape({', '.join(t.format(t=var) for t in terms)})"
     like = _shaped_like(node, names, ctx)
     if like is not None:
         return f"{var}.reshape({like}.shape)"
-    read = {d: "-1" if i < 0 else f"{ctx.forward_arg(i)}.shape[{k}]" for d, (i, k) in node.attrs.get("sizes", {}).items()}
     split = _split_terms(tuple(src.shape or ()), tuple(node.shape or ()), ctx, read)
     if split is None:
         raise NoMatch(f"{node.name}: a reshape of {list(src.shape or ())} to {list(node.shape or ())} that is not "
                       "an unsqueeze, squeeze or flatten, nor back to the shape of a tensor before it, nor a split "
                       "of one dim by sizes the constructor was given")
     return f"{var}.reshape({', '.join(t.format(t=var) for t in split)})"
+
+
+def _windows(node: Expr, var: str, ctx: Context) -> str:
+    """``unfold``'s windows (``ir.layers.patches``): the dim cut to a whole number of windows and
+    split into (count, size); the size bound to the constructor argument holding it where one does."""
+    dim, size = node.attrs["windows"]
+    bound = ctx.scalar(ctx.setting(size, "")) if size not in (0, 1) else None
+    width = f"int({bound[1]})" if bound is not None else str(size)
+    nd = len(node.args[0].shape or ())
+    sizes = [f"{var}.shape[{d}]" for d in range(dim)] + ["-1", width] + [f"{var}.shape[{d}]" for d in range(dim + 1, nd)]
+    return f"{var}.narrow({dim}, 0, {var}.shape[{dim}] // {width} * {width}).reshape({', '.join(sizes)})"
+
+
+def _size_term(i: int, k: Any, ctx: Context) -> str:
+    """A size a reshape read (``ir.operands.input_sizes``): -1, an input's dim, or a formula over them."""
+    if i == SIZE_FORMULA:
+        return str(k).format(*(ctx.forward_arg(j) for j in range(len(ctx.signature.forward_names()))))
+    return "-1" if i < 0 else f"{ctx.forward_arg(i)}.shape[{k}]"
 
 
 def _expand(node: Expr, var: str, ctx: Context) -> str:
@@ -264,8 +288,8 @@ def _expand(node: Expr, var: str, ctx: Context) -> str:
     for d, (was, size) in enumerate(zip(src, dst)):
         if was == size:
             terms.append("-1")
-        elif d in read and read[d][0] >= 0:
-            terms.append(f"{ctx.forward_arg(read[d][0])}.shape[{read[d][1]}]")
+        elif d in read and read[d][0] != -1:
+            terms.append(_size_term(*read[d], ctx))
         elif (bound := ctx.scalar(ctx.setting(size, ""))) is not None:
             terms.append(f"int({bound[1]})")
         else:

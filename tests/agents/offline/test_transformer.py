@@ -56,6 +56,25 @@ LAYER_LIST = ref("""
             return x[:, 0]
     """, "[torch.randn(batch, seq, width)]", "[width, heads, depth]", "batch = 2\nseq = 7\nwidth = 24\nheads = 3\ndepth = 2")
 
+# a ViT's front: patches cut with unfold (windows that tile the image), flattened by sizes forward
+# computes from the input (``p * p * img.shape[1]``), a class token expanded to the batch
+PATCHES = ref("""
+    class Model(nn.Module):
+        def __init__(self, patch, width, heads):
+            super().__init__()
+            self.patch = patch
+            self.embed = nn.Linear(3 * patch * patch, width)
+            self.token = nn.Parameter(torch.randn(1, 1, width))
+            self.block = nn.TransformerEncoderLayer(width, heads, width, dropout=0.0, batch_first=True)
+
+        def forward(self, img):
+            p = self.patch
+            x = img.unfold(2, p, p).unfold(3, p, p).reshape(img.shape[0], -1, p * p * img.shape[1])
+            x = torch.cat((self.token.expand(img.shape[0], -1, -1), self.embed(x)), dim=1)
+            return self.block(x)[:, 0]
+    """, "[torch.randn(batch, 3, side, side)]", "[patch, width, heads]",
+    "batch = 2\nside = 12\npatch = 4\nwidth = 16\nheads = 2")
+
 
 @pytest.fixture(scope="module")
 def judge():
@@ -63,8 +82,8 @@ def judge():
         yield j
 
 
-@pytest.mark.parametrize("source", [SELF_ATTENTION, PRE_NORM_STACK, LAYER_LIST],
-                         ids=["multihead_batch_first", "pre_norm_gelu_stack", "post_norm_layer_list"])
+@pytest.mark.parametrize("source", [SELF_ATTENTION, PRE_NORM_STACK, LAYER_LIST, PATCHES],
+                         ids=["multihead_batch_first", "pre_norm_gelu_stack", "post_norm_layer_list", "vit_patches"])
 def test_the_candidate_matches_torch(source: str) -> None:
     proposals = cpu_proposals(source, 1)
     assert proposals and proposals[0].family == "pipeline"
@@ -78,10 +97,16 @@ def test_multihead_self_attention_passes_the_judge(judge: Judge) -> None:
     assert result.best.verdict == "pass" and result.best.proposal.family == "pipeline"
 
 
-def test_an_encoder_stack_passes_the_judge(judge: Judge) -> None:
-    result = run_offline(judge, PRE_NORM_STACK, "encoder.py", QUICK, max_candidates=1, engine=OfflineEngine("cpu"))
+@pytest.mark.parametrize("source", [PRE_NORM_STACK, PATCHES], ids=["encoder_stack", "vit_patches"])
+def test_an_encoder_passes_the_judge(judge: Judge, source: str) -> None:
+    result = run_offline(judge, source, "encoder.py", QUICK, max_candidates=1, engine=OfflineEngine("cpu"))
     assert result.best is not None, result.reason + str([a.reasons[:1] for a in result.attempts])
     assert result.best.verdict == "pass"
+
+
+def test_overlapping_windows_are_refused() -> None:
+    source = PATCHES.replace("img.unfold(2, p, p).unfold(3, p, p)", "img.unfold(2, p, 2).unfold(3, p, 2)")
+    assert any("non-overlapping windows" in p for p in build(analyse(source)).problems)
 
 
 @pytest.mark.parametrize("old, new, reason", [
