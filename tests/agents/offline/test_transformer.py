@@ -73,7 +73,7 @@ PATCHES = ref("""
             x = torch.cat((self.token.expand(img.shape[0], -1, -1), self.embed(x)), dim=1)
             return self.block(x)[:, 0]
     """, "[torch.randn(batch, 3, side, side)]", "[patch, width, heads]",
-    "batch = 2\nside = 12\npatch = 4\nwidth = 16\nheads = 2")
+    "batch = 2\nside = 24\npatch = 8\nwidth = 20\nheads = 2")
 
 
 @pytest.fixture(scope="module")
