@@ -243,7 +243,7 @@ def matmul_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr
         mm = Expr("op", f"{name}_mm", op="matmul", args=(a, b), shape=shape_of(node), dtype=node.get("dtype"))
         return Expr("op", name, op="add", args=(mm, bias))
     if target == "linear":
-        x, w = tensor(env, args[0], name), tensor(env, arg(node, 1, "weight", None), name)
+        x, w = tensor(env, arg(node, 0, "input", None), name), tensor(env, arg(node, 1, "weight", None), name)
         bias = ref(env, arg(node, 2, "bias", None))
         mm = Expr("op", f"{name}_mm", op="matmul", args=(x, transposed(w)), shape=shape_of(node),
                   dtype=node.get("dtype"))

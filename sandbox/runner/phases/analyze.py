@@ -119,6 +119,36 @@ def _device_tracer(device: torch.device | None) -> Any:
     return DeviceTracer()
 
 
+class _SizeBranches:
+    """The meta trace's branches on sizes decided (mixed into torch.fx's ``MetaTracer``): a value
+    computed from this call's sizes only (``assert L == H * W``, ``if pad_r > 0``: Swin) is a
+    number the tracer already holds (the proxy's meta value), so forward takes the branch this
+    call takes and the graph is that path. A branch on tensor values stays a trace error. The
+    judge's perturbed sizes catch a candidate whose path would differ at other sizes."""
+
+    def call_module(self, m: torch.nn.Module, forward: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        """A leaf module's meta output computed with meta copies of its own tensors: MetaTracer
+        runs it as it is, and a CPU weight against a meta input left every value after the first
+        layer without a size to decide a branch on."""
+        from torch.nn.utils.stateless import _reparametrize_module
+
+        def on_meta(*a: Any, **k: Any) -> Any:
+            tensors = {n: t.to("meta") for n, t in (*m.named_parameters(), *m.named_buffers())}
+            with _reparametrize_module(m, tensors):
+                return forward(*a, **k)
+
+        import torch.fx as fx
+
+        self.orig_forward = on_meta  # what MetaTracer's proxies compute their meta values with
+        return fx.Tracer.call_module(self, m, forward, args, kwargs)  # type: ignore[arg-type]
+
+    def to_bool(self, obj: Any) -> bool:
+        value = getattr(obj, "_tensor_meta", None)
+        if isinstance(value, (bool, int)) and not isinstance(value, torch.Tensor):
+            return bool(value)
+        return super().to_bool(obj)  # type: ignore[misc]
+
+
 class TraceFailed(Exception):
     """Both traces failed; the message says why each did."""
 
@@ -164,7 +194,7 @@ def _trace(model: torch.nn.Module, inputs: list[Any]) -> Any:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                tracer = type("DtypeMetaTracer", (_DtypeArgs, MetaTracer), {})()
+                tracer = type("SizedMetaTracer", (_SizeBranches, _DtypeArgs, MetaTracer), {})()
                 _einops_takes(MetaProxy)
                 # A buffer forward reads stays a node of the graph (``self.bias[:, :, :T, :T] == 0``, a
                 # causal mask): unproxied, the trace computed what forward made of it and kept the
