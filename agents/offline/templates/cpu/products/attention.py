@@ -43,18 +43,34 @@ def _row_head(fn: str, state: str = "") -> str:
 ''')
 
 
-KERNEL = '''/* out[b, i, :] = softmax_j(q[b, i, :] . k[b, j, :] * scale) v[b, j, :] over contiguous
+KERNEL = '''#define NARROW 8  /* heads this narrow or narrower: vectors over keys, not over the head */
+/* out[b, i, :] = softmax_j(q[b, i, :] . k[b, j, :] * scale) v[b, j, :] over contiguous
    q (B, L, E), k (B, S, E), v (B, S, Ev); keys j <= i only when causal. Keys BN at a time. */
 ''' + _row_head("attention", "float m = -INFINITY, l = 0.0f;") + '''        for (int64_t j0 = 0; j0 < end; j0 += {BN}) {{
             const int64_t nj = end - j0 < {BN} ? end - j0 : {BN};
             float bm = -INFINITY;
-            for (int64_t jj = 0; jj < nj; jj++) {{
-                const float* kj = kb + (j0 + jj) * E;
-                float dot = 0.0f;
-                {simd_dot}
-                for (int64_t e = 0; e < E; e++) dot += qi[e] * kj[e];
-                s[jj] = dot * scale;
-                bm = s[jj] > bm ? s[jj] : bm;
+            if (E <= NARROW) {{  /* a narrow head: the vector runs over the block's keys */
+                for (int64_t jj = 0; jj < nj; jj++) s[jj] = 0.0f;
+                for (int64_t e = 0; e < E; e++) {{
+                    const float qe = qi[e];
+                    const float* ke = kb + j0 * E + e;
+                    {simd}
+                    for (int64_t jj = 0; jj < nj; jj++) s[jj] += qe * ke[jj * E];
+                }}
+                {simd_max}
+                for (int64_t jj = 0; jj < nj; jj++) {{
+                    s[jj] *= scale;
+                    bm = s[jj] > bm ? s[jj] : bm;
+                }}
+            }} else {{
+                for (int64_t jj = 0; jj < nj; jj++) {{
+                    const float* kj = kb + (j0 + jj) * E;
+                    float dot = 0.0f;
+                    {simd_dot}
+                    for (int64_t e = 0; e < E; e++) dot += qi[e] * kj[e];
+                    s[jj] = dot * scale;
+                    bm = s[jj] > bm ? s[jj] : bm;
+                }}
             }}
             const float mn = m > bm ? m : bm;
             const float corr = kf_exp(m - mn);  /* 0 on the first block (m = -inf) */
@@ -69,11 +85,21 @@ KERNEL = '''/* out[b, i, :] = softmax_j(q[b, i, :] . k[b, j, :] * scale) v[b, j,
                 bl += s[jj];
             }}
             l += bl;
-            for (int64_t jj = 0; jj < nj; jj++) {{
-                const float p = s[jj];
-                const float* vj = vb + (j0 + jj) * Ev;
-                {simd}
-                for (int64_t e = 0; e < Ev; e++) o[e] += p * vj[e];
+            if (Ev <= NARROW) {{
+                for (int64_t e = 0; e < Ev; e++) {{
+                    const float* ve = vb + j0 * Ev + e;
+                    float acc = 0.0f;
+                    {simd_acc}
+                    for (int64_t jj = 0; jj < nj; jj++) acc += s[jj] * ve[jj * Ev];
+                    o[e] += acc;
+                }}
+            }} else {{
+                for (int64_t jj = 0; jj < nj; jj++) {{
+                    const float p = s[jj];
+                    const float* vj = vb + (j0 + jj) * Ev;
+                    {simd}
+                    for (int64_t e = 0; e < Ev; e++) o[e] += p * vj[e];
+                }}
             }}
             m = mn;
         }}
@@ -136,7 +162,8 @@ def render(match: Any, params: dict[str, Any]) -> str:
     kernel = (RELU_KERNEL if relu else KERNEL).format(
         BN=int(params["BN"]), schedule=omp_schedule(params), par_min=int(params["par_min"]),
         simd=simd_pragma({}), simd_dot=simd_pragma({}, "reduction(+:dot)"),
-        simd_sum=simd_pragma({}, "reduction(+:bl)"))
+        simd_sum=simd_pragma({}, "reduction(+:bl)"), simd_max=simd_pragma({}, "reduction(max:bm)"),
+        simd_acc=simd_pragma({}, "reduction(+:acc)"))
     knobs = ", ".join(f"{key}={val}" for key, val in params.items())
     how = "ReLU weights over key blocks" if relu else "online softmax over key blocks"
     doc = f"{match.kind} in C, {how} (offline engine, no LLM, backend cpu).\n\nParameters: {knobs}.\n"
