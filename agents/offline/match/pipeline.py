@@ -261,10 +261,9 @@ def _view(node: Expr, names: dict[int, str], ctx: Context) -> str:
 
 def _windows(node: Expr, var: str, ctx: Context) -> str:
     """``unfold``'s windows (``ir.layers.patches``): the dim cut to a whole number of windows and
-    split into (count, size); the size bound to the constructor argument holding it where one does."""
+    split into (count, size); the size as the constructor's arguments give it (``_number``)."""
     dim, size = node.attrs["windows"]
-    bound = ctx.scalar(ctx.setting(size, "")) if size not in (0, 1) else None
-    width = f"int({bound[1]})" if bound is not None else str(size)
+    width = _number(size, ctx)
     nd = len(node.args[0].shape or ())
     sizes = [f"{var}.shape[{d}]" for d in range(dim)] + ["-1", width] + [f"{var}.shape[{d}]" for d in range(dim + 1, nd)]
     return f"{var}.narrow({dim}, 0, {var}.shape[{dim}] // {width} * {width}).reshape({', '.join(sizes)})"
