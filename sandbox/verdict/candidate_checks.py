@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ceilings
 from ..drivers.base import JobOutcome
 from . import checks as C
-from . import roofline, sampled, timer_checks
+from . import roofline, sampled, timer_checks, work_share
 
 if TYPE_CHECKING:
     from ..options import EvalOptions
@@ -58,7 +58,7 @@ def candidate_checks(plan: list[dict[str, Any]], ref: JobOutcome, ref_trials: di
     found.append(provenance)
     if timed and cand.finished and native_cpu:
         found.append(sampled.check(next((f for f in cand.of_kind("timing") if f.get("name") == "candidate"), None),
-                                   work))
+                                   work, work_share.fewest_launches(work, cand.first("post_timing"))))
     found.append(C.ops_check(ref_trials, cand_trials))
     if cand.finished:
         found.append(C.ablation_check(ref_trials, cand.first("ablation"), options.tolerance))

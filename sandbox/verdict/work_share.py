@@ -82,3 +82,12 @@ def describe(s: dict[str, Any]) -> str:
     return (f"kernels did {s['kernel_share_flops']:.0%} of the reference's FLOPs "
             f"({s['kernel_share_bytes']:.0%} of its bytes), torch {s['torch_share_flops']:.0%} "
             f"({s['torch_share_bytes']:.0%})")
+
+
+def fewest_launches(work: dict[str, Any], post: dict[str, Any] | None) -> int:
+    """The fewest kernel launches any recorded call made: the first default trial's
+    (``work``, from ``shares``) and each timed call replayed under the recorder."""
+    counts = [int(work.get("kernel_launches") or 0)] if work else []
+    counts += [int(rep.get("kernel_launches") or 0) for rep in (post or {}).get("provenance_reps") or []
+               if isinstance(rep, dict) and rep]
+    return min(counts) if counts else 0

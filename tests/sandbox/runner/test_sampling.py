@@ -182,3 +182,33 @@ def test_lost_samples_and_missing_counters_fail_closed() -> None:
 @pytest.mark.parametrize("kind", sampling.KINDS)
 def test_every_kind_is_one_the_verdict_reads_or_leaves_out_on_purpose(kind: str) -> None:
     assert kind in sampled.FOREIGN or kind in ("python", "openmp", "anonymous", "other")
+
+
+def test_glue_is_allowed_per_kernel_launched_up_to_a_cap() -> None:
+    """A pipeline of many small kernels pays glue for each (CI read ~880 us a call beyond credit
+    for a 26-kernel transformer): the floor grows with the launches a recorded call made, up to
+    ``GLUE_LAUNCHES`` of them, so that empty launches cannot buy room for torch work."""
+    period = sampling.MIN_PERIOD_NS
+    us_per_sample = period / 1000
+    # ~2x the floor foreign beyond credit, on a short call
+    per_call = int(2.2 * sampled.FLOOR_US / us_per_sample)
+    calls = _timing(*[_call(torch=per_call, other=per_call // 3, python=per_call // 4)] * 20)
+    assert sampled.check(calls, {"torch_share_flops": 0.0}).outcome == FAIL
+    many = sampled.check(calls, {"torch_share_flops": 0.0}, launches=26)
+    assert many.outcome == PASS, many
+    # work well past what glue for the cap reaches fails however many kernels were launched
+    heavy = int(3 * sampled.allowance_us(sampled.GLUE_LAUNCHES) / us_per_sample)
+    hidden = _timing(*[_call(torch=heavy, other=heavy // 3)] * 20)
+    check = sampled.check(hidden, {"torch_share_flops": 0.0}, launches=10_000)
+    assert check.outcome == FAIL and f"glue for 10000 kernel launches a call is allowed " \
+        f"{sampled.allowance_us(10_000):.0f} us" in check.detail, check
+    assert sampled.allowance_us(10_000) == sampled.allowance_us(sampled.GLUE_LAUNCHES)
+
+
+def test_the_fewest_launches_of_any_recorded_call_decide() -> None:
+    from sandbox.verdict.work_share import fewest_launches
+
+    post = {"provenance_reps": [{"kernel_launches": 30}, {"kernel_launches": 2}, {}]}
+    assert fewest_launches({"kernel_launches": 26}, post) == 2
+    assert fewest_launches({"kernel_launches": 26}, None) == 26
+    assert fewest_launches({}, None) == 0
