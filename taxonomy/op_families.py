@@ -79,7 +79,7 @@ TEMPLATES: dict[str, str] = {
     "elementwise": "elementwise", "softmax": "softmax", "norm": "norm", "reduction": "reduction",
     "matmul": "matmul", "pooling": "pool", "argreduce": "reduction", "scan": "reduction", "channel_norm": "norm",
     "conv": "conv", "attention": "attention", "triangle": "matmul", "cross_entropy": "softmax",
-    "concat": "elementwise", "permute": "elementwise", "recurrent": "rnn",
+    "concat": "elementwise", "permute": "elementwise", "recurrent": "rnn", "pad": "elementwise",
 }
 
 

@@ -176,6 +176,9 @@ def _layout_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Exp
         return layers.patches(tensor(env, args[0], name), [arg(node, i, k, None) for i, k in
                                                            enumerate(("dimension", "size", "step"), 1)], name,
                               shape_of(node))
+    if target == "pad":
+        return layers.pad(tensor(env, args[0], name), arg(node, 1, "pad", None), arg(node, 2, "mode", "constant"),
+                          arg(node, 3, "value", None), name)
     if target == "cat":
         parts = arg(node, 0, "tensors", None)
         if not isinstance(parts, list) or not parts:

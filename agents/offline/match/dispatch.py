@@ -28,7 +28,7 @@ from .types import FLOATS, Match, MatchReport, NoMatch
 # matchers of the layer families, tried after the core ones and before elementwise
 LAYERS = (match_conv.conv, match_layers.pooling, match_layers.arg_reduction, match_layers.scan, match_norm.channel_norm,
           match_layers.attention, match_layers.triangle, match_layers.cross_entropy, match_layers.concat,
-          match_layers.permute, match_layers.recurrent)
+          match_layers.permute, match_layers.recurrent, match_layers.pad)
 INDICES = ("int64",)  # the outputs of INDEX_OPS
 INDEX_OPS = {"argreduce"}
 

@@ -74,6 +74,20 @@ def concat(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     return Match("concat", f"cat of {len(xs)} along dim {spec['dim']}", ctx, spec)
 
 
+def pad(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
+    """``F.pad`` of a forward input (in a pipeline, an earlier stage's output), constant fill."""
+    if root.kind != "op" or root.op != "pad":
+        raise NoMatch("the output is not an F.pad")
+    x = forward_input(root.args[0], "pad")
+    nd, pads = len(x.shape or ()), root.attrs["pads"]
+    before, after = [0] * nd, [0] * nd
+    for k in range(len(pads) // 2):
+        before[nd - 1 - k], after[nd - 1 - k] = pads[2 * k], pads[2 * k + 1]
+    spec = {"x": x, "before": before, "after": after, "value": root.attrs["value"], "out_shape": out_shape}
+    padded = sum(1 for b, a in zip(before, after) if b or a)
+    return Match("pad", f"pad of {padded} dims", ctx, spec)
+
+
 def arg_reduction(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     if root.kind != "op" or root.op != "argreduce":
         raise NoMatch("the output is not an argmax or argmin")

@@ -16,7 +16,7 @@ from .pipeline import Pipeline
 # module of the same name in cpu/, in the room ROOMS names (adding a family: docs/architecture.md).
 NAMES: tuple[str, ...] = ("elementwise", "softmax", "norm", "reduction", "matmul", "pooling", "argreduce", "scan",
                           "channel_norm", "conv", "attention", "triangle", "cross_entropy", "concat",
-                          "permute", "recurrent")
+                          "permute", "recurrent", "pad")
 
 
 # Rooms of each backend's folder: families that work along rows (one output per row or

@@ -460,6 +460,24 @@ PERMUTE = {
     """, "[torch.randn(67, 45)]"),
 }
 
+PAD = {
+ "pad_image_sides": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return F.pad(x, [1, 2, 3, 0])
+    """, "[torch.randn(2, 3, 9, 11)]"),
+ "pad_last_with_value": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.pad(x, (0, 5), "constant", -1.5)
+    """, "[torch.randn(7, 13)]"),
+ "pad_and_crop": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return F.pad(x, (-2, 3, 4, -1, 1, 1), value=0.25)
+    """, "[torch.randn(3, 6, 8, 10)]"),
+}
+
 CROSS_ENTROPY = {
  "xent_none": ("cross_entropy", ref("""
     class Model(nn.Module):

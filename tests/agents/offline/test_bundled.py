@@ -45,6 +45,7 @@ REPO_PROBLEMS = {
     "problems/level1/36_split_heads.py": "pipeline",
     "problems/level1/37_channels_first.py": "permute",
     "problems/level1/38_lstm_bidirectional.py": "recurrent",
+    "problems/level1/39_pad_window.py": "pad",
     "problems/level2/12_linear_softmax.py": "pipeline",
 }
 

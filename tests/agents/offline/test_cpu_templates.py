@@ -181,7 +181,7 @@ def test_each_family_offers_its_whole_parameter_space() -> None:
     engine = OfflineEngine(backend="cpu")
     assert engine.families() == ["elementwise", "softmax", "norm", "reduction", "matmul", "pooling", "argreduce",
                                  "scan", "channel_norm", "conv", "attention",
-                                 "triangle", "cross_entropy", "concat", "permute", "recurrent", "pipeline"]
+                                 "triangle", "cross_entropy", "concat", "permute", "recurrent", "pad", "pipeline"]
     for family in engine.families():
         space = engine.autotune_space(family)
         assert len(space) >= 4 and space == families_for("cpu")[family].PARAM_SPACE

@@ -28,6 +28,7 @@ from tests.agents.offline.layer_cases import (
     CONV,
     CROSS_ENTROPY,
     EVAL_NORM,
+    PAD,
     PERMUTE,
     POOLING,
     RECURRENT,
@@ -43,8 +44,9 @@ CASES = {**{k: ("pooling" if k != "adaptive" else "reduction", v) for k, v in PO
          **{k: ("pipeline", v) for k, v in COMPOSITE.items()},
          **{k: ("attention", v) for k, v in ATTENTION.items()}, **{k: ("triangle", v) for k, v in TRIANGLE.items()},
          **{k: ("concat", v) for k, v in CONCAT.items()}, **{k: ("permute", v) for k, v in PERMUTE.items()},
-         **{k: ("recurrent", v) for k, v in RECURRENT.items()}, **CROSS_ENTROPY, **EVAL_NORM}
-EXACT = set(ARGREDUCE) | set(CONCAT) | set(PERMUTE)  # indices and copies: no tolerance
+         **{k: ("recurrent", v) for k, v in RECURRENT.items()}, **{k: ("pad", v) for k, v in PAD.items()},
+         **CROSS_ENTROPY, **EVAL_NORM}
+EXACT = set(ARGREDUCE) | set(CONCAT) | set(PERMUTE) | set(PAD)  # indices and copies: no tolerance
 BUNDLED = {
     "problems/level1/24_max_pool2d.py": "pooling",
     "problems/level1/25_avg_pool2d_padded.py": "pooling",
@@ -63,6 +65,7 @@ BUNDLED = {
     "problems/level1/36_split_heads.py": "pipeline",
     "problems/level1/37_channels_first.py": "permute",
     "problems/level1/38_lstm_bidirectional.py": "recurrent",
+    "problems/level1/39_pad_window.py": "pad",
 }
 
 TRITON_CHECK = """
