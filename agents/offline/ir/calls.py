@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import attention, composite, layers, recurrent, transformer
+from . import attention, composite, layers, recurrent, transformer, unrolled
 from .expr import Expr, Unsupported, const
 from .operands import arg, canonical, index_of, input_sizes, ref, scalar_params, shape_of, tensor, transposed, unit_view
 from .vocabulary import BINARY, MATMULS, PARAMETRIC, REDUCTIONS, UNARY
@@ -42,7 +42,7 @@ def _item_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr 
         selected = recurrent.getitem(base, args[1], name) or transformer.getitem(base, args[1], name)
         if selected is None:
             selected = attention.part(base, args[1], name) or attention.size_item(base, args[1], name) \
-                or attention.crop(base, args[1], name, shape_of(node))
+                or attention.crop(base, args[1], name, shape_of(node)) or layers.slice_crop(base, args[1], name)
         if selected is not None:
             return selected
         if base.kind == "op" and base.op in ("max", "min") and base.attrs.get("dim") is not None and args[1] == 0:
@@ -176,6 +176,11 @@ def _layout_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Exp
         return layers.patches(tensor(env, args[0], name), [arg(node, i, k, None) for i, k in
                                                            enumerate(("dimension", "size", "step"), 1)], name,
                               shape_of(node))
+    if target == "stack":
+        parts = arg(node, 0, "tensors", None)
+        if not isinstance(parts, list) or not parts:
+            raise Unsupported(f"{name}: stack of a computed or empty sequence")
+        return unrolled.stack([tensor(env, p, name) for p in parts], arg(node, 1, "dim", 0), name)
     if target == "pad":
         return layers.pad(tensor(env, args[0], name), arg(node, 1, "pad", None), arg(node, 2, "mode", "constant"),
                           arg(node, 3, "value", None), name)

@@ -280,3 +280,26 @@ def pad(x: Expr, pads: Any, mode: Any, value: Any, name: str) -> Expr:
     if x.shape is not None and len(pads) // 2 > len(x.shape):
         raise Unsupported(f"{name}: F.pad of {len(pads) // 2} dims of a {len(x.shape)}-d tensor")
     return Expr("op", name, op="pad", args=(x,), attrs={"pads": tuple(pads), "value": float(value or 0.0)})
+
+
+def slice_crop(x: Expr, raw: Any, name: str) -> Expr | None:
+    """``x[:, a:-b, c:-d, :]`` of a computed tensor: slices of step 1 from a fixed start to a
+    stop counted from the end (or the end) -- the crop back after a shifted window's pad --
+    written as a pad by negative amounts, so the crop follows the input's sizes. None for any
+    other index (a positive stop would bake in the traced size)."""
+    items = raw if isinstance(raw, list) else [raw]
+    if x.kind not in ("op", "input") or x.shape is None or not items or len(items) > len(x.shape):
+        return None
+    if not all(isinstance(i, dict) and isinstance(i.get("slice"), list) and len(i["slice"]) == 3 for i in items):
+        return None
+    pads: list[int] = [0] * (2 * len(x.shape))
+    for d, item in enumerate(items):
+        start, stop, step = item["slice"]
+        if step not in (None, 1) or not (start is None or isinstance(start, int) and start >= 0) \
+                or not (stop is None or isinstance(stop, int) and stop < 0):
+            return None
+        k = len(x.shape) - 1 - d  # F.pad's pairs run from the last dim back
+        pads[2 * k], pads[2 * k + 1] = -(start or 0), stop or 0
+    if not any(pads):
+        return None
+    return Expr("op", name, op="pad", args=(x,), attrs={"pads": tuple(pads), "value": 0.0})

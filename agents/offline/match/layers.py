@@ -247,6 +247,7 @@ def recurrent(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
             raise NoMatch(f"{e.ref}: a drawn initial state not shaped (layers x directions, batch, hidden)")
     spec = {"x": x, "h0": state[0], "c0": state[1], "select": a["select"], "cell": a["cell"], "gates": a["gates"],
             "nonlinearity": a["nonlinearity"], "layers": a["layers"], "directions": a["directions"],
-            "batch_first": a["batch_first"], "weights": a["weights"], "out_shape": out_shape}
+            "batch_first": a["batch_first"], "weights": a["weights"], "out_shape": out_shape,
+            "columns": a.get("columns"), "state_2d": bool(a.get("state_2d"))}
     kind = f"{a['cell']}{' bidirectional' if a['directions'] == 2 else ''}, {a['layers']} layer(s) -> {a['select']}"
     return Match("recurrent", kind, ctx, spec)

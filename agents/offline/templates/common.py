@@ -209,16 +209,25 @@ def recurrent_call(match: Any, ctx: Context) -> tuple[dict[str, Any], str]:
     x, h0, c0 = spec["x"], spec["h0"], spec["c0"]
     if any(e.dtype not in (None, "float32") for e in (x, h0, c0) if e.kind == "input"):
         raise NotRenderable(f"{match.kind}: the recurrent templates compute float32")
-    weights = ", ".join("(" + ", ".join("None" if k is None else ctx.param_access(k) for k in keys) + ")"
-                        for keys in spec["weights"])
     bf = bool(spec["batch_first"])
     xs = ctx.forward_arg(x.index)
+    weights = ", ".join("(" + ", ".join("None" if k is None else ctx.param_access(k) for k in keys) + ")"
+                        for keys in spec["weights"])
+    if spec.get("columns"):
+        # an unrolled cell (ir/unrolled.py): one Linear over cat(x_t, h) or cat(h, x_t), its
+        # weight's column blocks the input and hidden weights
+        (w_key, _, b_key, _), = spec["weights"]
+        w = ctx.param_access(w_key)
+        cut = f"{xs}.shape[2]" if spec["columns"] == "input_first" else f"{w}.shape[0]"
+        first, second = f"{w}[:, :{cut}].contiguous()", f"{w}[:, {cut}:].contiguous()"
+        w_ih, w_hh = (first, second) if spec["columns"] == "input_first" else (second, first)
+        weights = f"({w_ih}, {w_hh}, {'None' if b_key is None else ctx.param_access(b_key)}, None)"
     # A drawn initial state (forward's torch.randn when none is given) is drawn here as the
     # reference drew it, h0 before c0 (ir.graph._draws_in_order): same shape, same generator.
     hidden = f"{ctx.param_access(spec['weights'][0][1])}.shape[1]"
     drawn = f"torch.randn({spec['layers'] * spec['directions']}, {xs}.shape[{0 if bf else 1}], {hidden}, device={xs}.device)"
-    state = [ctx.forward_arg(e.index) if e.kind == "input" else drawn if e.kind == "random" else "None"
-             for e in (h0, c0)]
+    state = [ctx.forward_arg(e.index) + (".unsqueeze(0)" if spec.get("state_2d") else "") if e.kind == "input"
+             else drawn if e.kind == "random" else "None" for e in (h0, c0)]
     fields = {"what": match.kind, "layers": spec["layers"], "directions": spec["directions"], "gates": spec["gates"],
               "select": spec["select"], "steps": "x.shape[1], x.shape[0]" if bf else "x.shape[0], x.shape[1]",
               "gru": int(spec["cell"] == "GRU"), "batch_first": int(bf), "cell": RNN_CELLS[key],
