@@ -132,9 +132,10 @@ def _row_wise(head: Expr, h: Expr, x: Expr, h0: Expr) -> str:
     return ""
 
 
-def _apply(e: Expr, h: Expr, states: Expr, steps: int, memo: dict[int, Expr], reach: set[int]) -> Expr:
+def _apply(e: Expr, h: Expr, states: Expr, steps: tuple[int, int], memo: dict[int, Expr], reach: set[int]) -> Expr:
     """The head ``e`` of the state ``h`` rewritten over every step's states at once: each node
-    reading h (``reach``) gains the steps as its leading dim."""
+    reading h (``reach``) gains a dim of the steps' count where the states hold it
+    (``steps``: (count, dim); dim 1 for batch-first states, after the batch)."""
     if e is h:
         return states
     if id(e) in memo:
@@ -143,7 +144,8 @@ def _apply(e: Expr, h: Expr, states: Expr, steps: int, memo: dict[int, Expr], re
         memo[id(e)] = e
         return e
     args = tuple(_apply(a, h, states, steps, memo, reach) for a in e.args)
-    shape = (steps, *e.shape) if e.shape is not None else None
+    count, at = steps
+    shape = (*e.shape[:at], count, *e.shape[at:]) if e.shape is not None else None
     out = Expr(e.kind, f"{e.name}_steps", op=e.op, args=args, attrs=dict(e.attrs), shape=shape, dtype=e.dtype,
                value=e.value, ref=e.ref, index=e.index, bind=e.bind)
     memo[id(e)] = out
@@ -187,19 +189,10 @@ def stack(parts: list[Expr], dim: Any, name: str) -> Expr:
                       "columns": "input_first" if cell["x_first"] else "hidden_first", "state_2d": True,
                       "select": "output"},
                shape=(B, T, H) if cell["batch_first"] else (T, B, H), dtype=h_first.dtype)
-    out = _apply(parts[0], h_first, rnn, T, {}, _reading(parts[0], h_first))
-    if cell["batch_first"]:  # the head ran over (B, T, ...): steps come second
-        out = _batch_major_head(out, parts[0], B, T)
+    out = _apply(parts[0], h_first, rnn, (T, steps_dim), {}, _reading(parts[0], h_first))
     rank = len(out.shape or ())
     d = dim % rank if rank else dim
-    if d == (1 if cell["batch_first"] else 0):
+    if d == steps_dim:
         return out
     raise Unsupported(f"{name}: the unrolled steps stacked along dim {dim}, not the sequence's")
 
-
-def _batch_major_head(out: Expr, head: Expr, batch: int, steps: int) -> Expr:
-    """Shapes of a head applied to batch-first states: (B, T, ...) rather than (T, B, ...)."""
-    for e in out.walk():
-        if e.name.endswith("_steps") and e.shape is not None and len(e.shape) >= 2 and e.shape[0] == steps:
-            e.shape = (e.shape[1], steps, *e.shape[2:])
-    return out

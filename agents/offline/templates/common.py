@@ -251,3 +251,13 @@ class Operands:
     loads: list[str] = field(default_factory=list)
     docs: list[str] = field(default_factory=list)
     prep: list[str] = field(default_factory=list)
+
+
+def pad_settings(match: Any, max_dims: int) -> tuple[list[int], list[int], float]:
+    """Both pad templates' settings: the pads before and after each dim and the fill; a tensor
+    of more than ``max_dims`` dims is not renderable."""
+    spec = match.spec
+    before, after = list(spec["before"]), list(spec["after"])
+    if len(before) > max_dims:
+        raise NotRenderable(f"a pad of a {len(before)}-d tensor (the templates pad up to {max_dims} dims)")
+    return before, after, float(spec["value"])

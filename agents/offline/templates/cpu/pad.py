@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..common import pad_settings
 from ..spaces import param_space
 from .common import NotRenderable, c_doc, module_source, omp_schedule
 
@@ -73,9 +74,7 @@ FILL_KINDS = {"float32": 1, "float64": 2}
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
-    before, after, value = list(spec["before"]), list(spec["after"]), float(spec["value"])
-    if len(before) > MAX_DIMS:
-        raise NotRenderable(f"a pad of a {len(before)}-d tensor (the C template pads up to {MAX_DIMS} dims)")
+    before, after, value = pad_settings(match, MAX_DIMS)
     kind = 0 if value == 0.0 else FILL_KINDS.get(spec["x"].dtype or "float32")
     if kind is None:
         raise NotRenderable(f"a fill of {value} in {spec['x'].dtype} (the C template fills float32 / float64)")

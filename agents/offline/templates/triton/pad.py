@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common import NotRenderable, model_class, module_source
+from ..common import model_class, module_source, pad_settings
 from ..spaces import param_space
 
 PARAM_SPACE: list[dict[str, Any]] = param_space("triton", "pad")
@@ -42,9 +42,7 @@ def pad_kernel(x_ptr, y_ptr, total, fill, o1, o2, o3, o4, o5, i0, i1, i2, i3, i4
 def render(match: Any, params: dict[str, Any]) -> str:
     ctx = match.ctx.fresh()
     spec = match.spec
-    before, after, value = list(spec["before"]), list(spec["after"]), float(spec["value"])
-    if len(before) > MAX_DIMS:
-        raise NotRenderable(f"a pad of a {len(before)}-d tensor (the template pads up to {MAX_DIMS} dims)")
+    before, after, value = pad_settings(match, MAX_DIMS)
     block, warps = params["BLOCK"], params["num_warps"]
     host = "\n".join([
         "def pad(x: torch.Tensor) -> torch.Tensor:",
