@@ -20,7 +20,7 @@ from .cost import Spent
 from .drivers import get_driver
 from .drivers.base import JobOutcome, RunnerSession, SandboxError
 from .errors import ProblemError
-from .judging import calibration
+from .judging import calibration, compile_budget
 from .judging.kept_references import KeptReferences
 from .judging.kept_references import key as kept_key_of
 from .judging.trial_plan import LARGE_INPUT_BYTES, candidate_trial, drop_skipped, made_sets, plan_trials, reference_trials
@@ -40,9 +40,6 @@ CHECK_ORDER = check_list.ORDER
 # Native kernels on the CPU: repetitions per timed model, and the time budget of each.
 NATIVE_CPU_REPS = 50
 NATIVE_CPU_BUDGET_S = 4.0
-# Seconds added to the reference job's timeout when torch.compile is a baseline
-# (its compilation took 60 s on a loaded 2-CPU machine; a short --timeout is for the candidate).
-COMPILE_ALLOWANCE_S = 180.0
 
 
 @dataclass
@@ -59,6 +56,7 @@ class _Run:
     cached_key: str | None = None
     cached: list[dict[str, Any]] | None = None
     compiled_key: str | None = None
+    compile_missing: str = ""  # why torch.compile is no baseline here (judging/compile_budget.py)
 
 
 @dataclass
@@ -276,7 +274,8 @@ class Judge:
         try:
             # torch.compile's compilation is the baseline's cost, not the reference's: it gets time of its own.
             ref = self._run(options, device, run.ref_job,
-                            COMPILE_ALLOWANCE_S if run.compile_baseline and run.reps else 0.0)
+                            compile_budget.ALLOWANCE_S if run.compile_baseline and run.reps else 0.0)
+            ref = compile_budget.without_compile(run, ref, lambda job: self._run(options, device, job))
         except SandboxError as exc:
             raise ProblemError(f"the sandbox failed while running the reference: {exc}") from exc
         if run.replay is not None:
@@ -352,7 +351,7 @@ class Judge:
             before, said = {c.name: c for c in found}, calibration.conditioning(ref_trials, calibrated)
             found = [calibration.noted(c, before.get(c.name, c), calibrated, said)
                      for c in candidate_checks(plan, ref, ref_trials, cand, options, device, timed) + [rules]]
-        result.timing = timing_summary(ref, cand, device, run.native_cpu)
+        result.timing = timing_summary(ref, cand, device, run.native_cpu, run.compile_missing)
         result.perturbed = [p["constants"] for p in plan if p["tag"] == "perturbed"]
         result.work = C.provenance_check(plan, ref_trials, {f["index"]: f for f in cand.of_kind("trial")
                                                             if isinstance(f.get("index"), int)})[1]
@@ -370,7 +369,7 @@ class Judge:
             if drop:
                 session.drop(outcomes)
             else:
-                session.interleave(outcomes, options.timeout + COMPILE_ALLOWANCE_S, sets or [], parties or [])
+                session.interleave(outcomes, options.timeout + compile_budget.ALLOWANCE_S, sets or [], parties or [])
         except SandboxError:
             for o in outcomes:
                 o.parked = None

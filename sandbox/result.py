@@ -89,10 +89,12 @@ def cpu_label(frame: dict[str, Any]) -> str:
             f"read) before each; {frame.get('allocator', 'glibc')}'s allocator; baselines timed the same way")
 
 
-def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: bool = False) -> dict[str, Any]:
+def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: bool = False,
+                   compile_missing: str = "") -> dict[str, Any]:
     """Medians with IQR, and speedups with their spread: on CUDA, and on the
     CPU when the candidate's kernels are native (no Triton launch: the
-    interpreter's times say nothing about speed)."""
+    interpreter's times say nothing about speed). ``compile_missing``: why
+    torch.compile is no baseline (sandbox/judging/compile_budget.py)."""
     runs = {f["name"]: f for f in ref.of_kind("timing") + cand.of_kind("timing") if f.get("times_ms")}
     if not runs:
         return {}
@@ -144,4 +146,6 @@ def timing_summary(ref: JobOutcome, cand: JobOutcome, device: str, native_cpu: b
     if device != "cuda" and not real:
         out.setdefault("note", "no GPU: speedup not reported; these CPU timings (eager torch / Triton's interpreter) "
                                "say nothing about speed")
+    if compile_missing:
+        out["compile_missing"] = compile_missing
     return out
