@@ -137,6 +137,18 @@ def isolate_runner(scratch_root: str, hide: list[str], keep: list[str]) -> list[
     return notes
 
 
+def cpu_budget(timeout_s: float, wanted_threads: int | None) -> int:
+    """A job's ``RLIMIT_CPU``: its wall timeout on each thread it may run (a backstop, the wall
+    timeout ends a job first). The timeout alone ended 2-thread references halfway through
+    their time with SIGXCPU (KernelBench level3/10 and 45 on a 2-CPU host)."""
+    from ..measure.timing import granted_cpus
+
+    n = granted_cpus()
+    if wanted_threads:
+        n = max(1, min(int(wanted_threads), n))
+    return (int(timeout_s) + 5) * n
+
+
 def confine_child(uid: int, memory_mb: int, cpu_seconds: int, max_procs: int, limit_address_space: bool,
                   own_uid: bool = False) -> None:
     """Limits for one forked child; after this it cannot regain privileges. ``own_uid``: the

@@ -240,7 +240,7 @@ class Runner:
             tempfile.tempdir = home  # the runner may have cached another (inductor asks gettempdir)
             os.chdir(os.path.join(scratch, "cwd"))
             confine.confine_child(
-                uid, msg["memory_mb"], int(msg["timeout"]) + 5, msg["max_procs"],
+                uid, msg["memory_mb"], confine.cpu_budget(msg["timeout"], job.get("threads")), msg["max_procs"],
                 limit_address_space=job["device"] == "cpu", own_uid=unique,
             )
             from ..channel.wire import write_fd as emit_to
