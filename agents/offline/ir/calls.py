@@ -42,7 +42,8 @@ def _item_node(node: dict[str, Any], env: dict[str, Expr], target: str) -> Expr 
         selected = recurrent.getitem(base, args[1], name) or transformer.getitem(base, args[1], name)
         if selected is None:
             selected = attention.part(base, args[1], name) or attention.size_item(base, args[1], name) \
-                or attention.crop(base, args[1], name, shape_of(node)) or layers.slice_crop(base, args[1], name)
+                or attention.crop(base, args[1], name, shape_of(node)) or layers.slice_crop(base, args[1], name) \
+                or layers.strided_slice(base, args[1], name)
         if selected is not None:
             return selected
         if base.kind == "op" and base.op in ("max", "min") and base.attrs.get("dim") is not None and args[1] == 0:

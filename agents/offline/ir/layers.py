@@ -303,3 +303,24 @@ def slice_crop(x: Expr, raw: Any, name: str) -> Expr | None:
     if not any(pads):
         return None
     return Expr("op", name, op="pad", args=(x,), attrs={"pads": tuple(pads), "value": 0.0})
+
+
+def strided_slice(x: Expr, raw: Any, name: str) -> Expr | None:
+    """``x[:, 0::2, 1::2, :]`` of a computed tensor or an input: slices from a fixed start to
+    the end by a fixed step (a patch merge's four interleaved quarters), as a ``gather`` of the
+    output's elements at the input's strides. None for any other index."""
+    items = raw if isinstance(raw, list) else [raw]
+    if x.kind not in ("op", "input") or x.shape is None or not items or len(items) > len(x.shape):
+        return None
+    if not all(isinstance(i, dict) and isinstance(i.get("slice"), list) and len(i["slice"]) == 3 for i in items):
+        return None
+    starts, steps = [0] * len(x.shape), [1] * len(x.shape)
+    for d, item in enumerate(items):
+        start, stop, step = item["slice"]
+        if stop is not None or not (start is None or isinstance(start, int) and start >= 0) \
+                or not (step is None or isinstance(step, int) and step >= 1):
+            return None
+        starts[d], steps[d] = start or 0, step or 1
+    if all(s == 1 for s in steps):
+        return None
+    return Expr("op", name, op="gather", args=(x,), attrs={"starts": tuple(starts), "steps": tuple(steps)})

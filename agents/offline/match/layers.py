@@ -198,7 +198,13 @@ def cross_entropy(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match
 def permute(root: Expr, out_shape: tuple[int, ...], ctx: Context) -> Match:
     """A transpose / permute (any chain of them) of a forward input made contiguous: the copy
     a whole model needs between its regions (attention heads split out of a projection,
-    merged back before the next one)."""
+    merged back before the next one); or a strided slice (``x[:, 0::2, 1::2]``), the same
+    gather at the steps' strides from the starts' offset."""
+    if root.kind == "op" and root.op == "gather":  # a strided slice (ir.layers.strided_slice): no permutation
+        x = forward_input(root.args[0], "strided slice")
+        spec = {"x": x, "perm": list(range(len(x.shape or ()))), "starts": list(root.attrs["starts"]),
+                "steps": list(root.attrs["steps"]), "out_shape": out_shape}
+        return Match("permute", f"strided slice, steps {tuple(root.attrs['steps'])}", ctx, spec)
     e = root
     chain: list[Expr] = []
     while e.kind == "op" and e.op in ("t", "transpose", "permute", "identity"):

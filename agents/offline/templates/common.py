@@ -261,3 +261,20 @@ def pad_settings(match: Any, max_dims: int) -> tuple[list[int], list[int], float
     if len(before) > max_dims:
         raise NotRenderable(f"a pad of a {len(before)}-d tensor (the templates pad up to {max_dims} dims)")
     return before, after, float(spec["value"])
+
+
+def gather_head(spec: dict[str, Any], device: str = "") -> list[str]:
+    """The permute templates' host lines up to the copy: ``perm``, ``steps``, the output (the
+    permuted sizes, each dim's count from its start by its step) and ``src``, x's values from
+    the starts' offset on -- a permute has starts 0 and steps 1; a strided slice
+    (``x[:, 0::2]``) the identity permutation. ``device``: the output's device argument."""
+    perm = tuple(spec["perm"])
+    starts, steps = tuple(spec.get("starts") or (0,) * len(perm)), tuple(spec.get("steps") or (1,) * len(perm))
+    what = f"x.permute{perm}" if starts == (0,) * len(perm) and steps == (1,) * len(perm) else \
+        f"x strided from {starts} by {steps}"
+    return [f'    """{what}, contiguous."""',
+            "    x = x.contiguous()",
+            f"    perm, starts, steps = {perm!r}, {starts!r}, {steps!r}",
+            "    out = torch.empty([max(0, (x.shape[p] - starts[p] + steps[p] - 1) // steps[p]) for p in perm],",
+            f"                      dtype=x.dtype{', device=' + device if device else ''})",
+            "    src = x.reshape(-1)[sum(a * t for a, t in zip(starts, x.stride())):]"]

@@ -458,6 +458,11 @@ PERMUTE = {
         def forward(self, x):
             return x.transpose(0, 1).permute(1, 0).t()
     """, "[torch.randn(67, 45)]"),
+ "strided_quarter": ref("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x[:, 1::2, 0::3, :]
+    """, "[torch.randn(2, 13, 17, 5)]"),
 }
 
 PAD = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..common import gather_head
 from ..spaces import param_space
 from .common import NotRenderable, c_doc, module_source, omp_schedule
 
@@ -83,15 +84,12 @@ def render(match: Any, params: dict[str, Any]) -> str:
         raise NotRenderable(f"a permute of {len(perm)} dims (the C template copies up to {MAX_DIMS})")
     kernel = kernel_source(params)
     host = ["def permute(x: torch.Tensor) -> torch.Tensor:",
-            f'    """x.permute{perm}, contiguous."""',
-            "    x = x.contiguous()",
-            f"    perm = {perm!r}",
-            "    out = torch.empty([x.shape[p] for p in perm], dtype=x.dtype)",
+            *gather_head(match.spec),
             "    if out.numel():",
             f"        pad = {MAX_DIMS} - len(perm)",
             "        sizes = [1] * pad + list(out.shape)",
-            "        strides = [0] * pad + [x.stride(p) for p in perm]",
-            "        lib.permute_copy(x, out, x.element_size(), *sizes, *strides)",
+            "        strides = [0] * pad + [x.stride(p) * steps[p] for p in perm]",
+            "        lib.permute_copy(src, out, x.element_size(), *sizes, *strides)",
             "    return out"]
     doc = c_doc(match.kind, params)
     return module_source(doc, kernel, [PROTO], "permute", ["\n".join(host)], ctx,

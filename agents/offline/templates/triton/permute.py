@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common import NotRenderable, model_class, module_source
+from ..common import NotRenderable, gather_head, model_class, module_source
 from ..spaces import param_space
 
 PARAM_SPACE: list[dict[str, Any]] = param_space("triton", "permute")
@@ -43,15 +43,13 @@ def render(match: Any, params: dict[str, Any]) -> str:
     block, warps = params["BLOCK"], params["num_warps"]
     host = "\n".join([
         "def permute(x: torch.Tensor) -> torch.Tensor:",
-        f'    """x.permute{perm}, contiguous."""',
-        f"    perm = {perm!r}",
-        "    out = torch.empty([x.shape[p] for p in perm], dtype=x.dtype, device=x.device)",
+        *gather_head(match.spec, "x.device"),
         "    if out.numel() == 0:",
         "        return out",
         f"    pad = {MAX_DIMS} - len(perm)",
         "    sizes = [1] * pad + list(out.shape)",
-        "    strides = [0] * pad + [x.stride(p) for p in perm]",
-        f"    permute_kernel[(triton.cdiv(out.numel(), {block}),)](x, out, out.numel(), *sizes[1:], *strides,",
+        "    strides = [0] * pad + [x.stride(p) * steps[p] for p in perm]",
+        f"    permute_kernel[(triton.cdiv(out.numel(), {block}),)](src, out, out.numel(), *sizes[1:], *strides,",
         f"                                                        BLOCK={block}, num_warps={warps})",
         "    return out"])
     cls = model_class(ctx, [f"return permute({ctx.forward_arg(match.spec['x'].index)})"],
